@@ -1,0 +1,11 @@
+"""layerkit: a lightweight eager deep-learning toolkit on NumPy.
+
+    >>> import layerkit as lk
+    >>> lk.matmul([[2.0]], [[2.0]])
+    Tensor([[4.]], shape=(1, 1), dtype=float32)
+"""
+from layerkit._core.convert import constant, convert_to_tensor
+from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
+from layerkit.ops import *  # noqa: F403
+from layerkit.autodiff import *  # noqa: F403

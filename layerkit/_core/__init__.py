@@ -1,0 +1,1 @@
+"""Eager core: Tensor, Variable, dtype policy and the op record with its dispatcher."""

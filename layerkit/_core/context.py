@@ -1,0 +1,43 @@
+"""The one place global state lives: the stack of active recorders.
+
+Tapes, the variable watcher of ``custom_gradient`` and graph tracers push themselves
+here. The eager hot path reads ``RECORDERS`` once: an empty list means "just compute".
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+# Active recorders, innermost last. Each has ``record(op, inputs, outputs, attrs)`` and
+# ``read_variable(var)``.
+RECORDERS: list = []
+
+
+def push(recorder) -> None:
+    RECORDERS.append(recorder)
+
+
+def pop(recorder) -> None:
+    # Remove the most recent occurrence; tapes may exit out of order.
+    for i in range(len(RECORDERS) - 1, -1, -1):
+        if RECORDERS[i] is recorder:
+            del RECORDERS[i]
+            return
+
+
+@contextmanager
+def paused(recorder) -> Iterator[None]:
+    """Temporarily stop ``recorder`` from recording (it keeps its place in the stack)."""
+    idx = None
+    for i in range(len(RECORDERS) - 1, -1, -1):
+        if RECORDERS[i] is recorder:
+            idx = i
+            break
+    if idx is None:
+        yield
+        return
+    del RECORDERS[idx]
+    try:
+        yield
+    finally:
+        RECORDERS.insert(min(idx, len(RECORDERS)), recorder)

@@ -1,0 +1,106 @@
+"""The op record and ``apply``, the eager hot path.
+
+An op is one record: a name, ``forward`` on NumPy arrays, ``vjp`` written with layerkit
+ops (so gradients are themselves differentiable), and for elementwise ops a numexpr
+``expr`` template used by graph fusion. Eager execution, tapes and tracers all read it.
+
+``vjp(g, inputs, output, needs, **attrs)`` receives the upstream gradient ``g`` (a tuple
+for multi-output ops), the input Tensors, the forward output(s) and a tuple of bools
+saying which inputs need a gradient; it returns one gradient (or None) per input.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from layerkit._core.context import RECORDERS
+from layerkit._core.convert import to_array
+from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
+
+_new = object.__new__
+_SCALARS = (float, int, bool)
+
+
+class Op:
+    """One primitive: forward on arrays, vjp in lk ops, optional numexpr template."""
+
+    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs")
+
+    def __init__(self, name: str, forward: Callable, vjp: Callable | None = None,
+                 expr: str | None = None, num_outputs: int = 1) -> None:
+        self.name = name
+        self.forward = forward
+        self.vjp = vjp
+        self.expr = expr
+        self.num_outputs = num_outputs  # 1, a fixed n, or -1 for "a tuple of any length"
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name}>"
+
+
+def wrap(value) -> Tensor:
+    t = _new(Tensor)
+    t._v = value
+    return t
+
+
+def _values(args: tuple) -> list:
+    # Python scalars stay weak (NumPy 2 promotion) when some operand is an array, so
+    # ``float32 * 2.0`` is float32; otherwise they get the default dtypes.
+    vals = []
+    weak = False
+    strong = False
+    for a in args:
+        if isinstance(a, Tensor):
+            vals.append(a._v)
+            strong = True
+        elif type(a) in _SCALARS:
+            vals.append(a)
+            weak = True
+        elif isinstance(a, np.ndarray):
+            vals.append(a)
+            strong = True
+        else:
+            vals.append(to_array(a))
+            strong = True
+    if weak and not strong:
+        vals = [to_array(v) if type(v) in _SCALARS else v for v in vals]
+    return vals
+
+
+def apply(op: Op, *args, **attrs):
+    """Run ``op`` eagerly on ``args`` and return Tensor(s); record it if a tape watches."""
+    if RECORDERS:
+        return _apply_recording(op, args, attrs)
+    out = op.forward(*_values(args), **attrs)
+    if op.num_outputs == 1:
+        t = _new(Tensor)
+        t._v = out
+        return t
+    return tuple(wrap(o) for o in out)
+
+
+def _apply_recording(op: Op, args: tuple, attrs: dict):
+    vals = _values(args)
+    ins = tuple(a if isinstance(a, Tensor) else wrap(v) for a, v in zip(args, vals))
+    recs = tuple(RECORDERS)
+    for a in ins:
+        if isinstance(a, Variable):
+            for r in recs:
+                r.read_variable(a)
+    out = op.forward(*vals, **attrs)
+    if op.num_outputs == 1:
+        result = wrap(out)
+        outs = (result,)
+    else:
+        result = tuple(wrap(o) for o in out)
+        outs = result
+    for r in recs:
+        r.record(op, ins, outs, attrs)
+    return result
+
+
+def is_float(t: Tensor) -> bool:
+    return np.asarray(t._v).dtype.kind in "fc" if not hasattr(t._v, "dtype") else t._v.dtype.kind in "fc"

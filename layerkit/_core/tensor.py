@@ -1,0 +1,91 @@
+"""Tensor: an immutable wrapper of a NumPy array. No math lives here.
+
+Operators are installed by ``layerkit.ops.methods`` as calls to the op records.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class Tensor:
+    """An immutable n-d array produced eagerly by every layerkit op.
+
+    ``t.numpy()`` returns the NumPy value; ``np.asarray(t)`` works too. Tensors support
+    the arithmetic, comparison and indexing operators; arithmetic and indexing are
+    differentiable under a :class:`layerkit.GradientTape`.
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.constant([[4.0]])
+        Tensor([[4.]], shape=(1, 1), dtype=float32)
+    """
+
+    __slots__ = ("_v", "__weakref__")
+    # Make NumPy defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
+    __array_priority__ = 1000
+
+    def __init__(self, value) -> None:
+        self._v = value
+
+    # ---- value access -------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """Return the value as a NumPy array (a copy is not made)."""
+        return np.asarray(self._v)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        a = np.asarray(self._v)
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    @property
+    def shape(self) -> tuple:
+        return np.shape(self._v)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.asarray(self._v).dtype if not hasattr(self._v, "dtype") else self._v.dtype
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._v)
+
+    @property
+    def size(self) -> int:
+        return int(np.size(self._v))
+
+    def __len__(self) -> int:
+        s = self.shape
+        if not s:
+            raise TypeError(f"len() of a 0-d tensor is undefined (shape {s})")
+        return s[0]
+
+    def _scalar(self, kind: str):
+        if self.size != 1:
+            raise TypeError(
+                f"{kind}() needs a tensor with exactly one element; received shape {self.shape}"
+            )
+        return np.asarray(self._v).reshape(())[()]
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
+        return int(self._scalar("index"))
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("bool"))
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(self._v), separator=", " if False else " ")
+        return f"Tensor({body}, shape={self.shape}, dtype={self.dtype.name})"
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:  # tensors are used as dict keys by identity (like TF refs)
+        return id(self)

@@ -1,0 +1,96 @@
+"""Variable: a mutable Tensor with a name, a trainable flag and a fixed shape."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from layerkit._core.convert import as_dtype, to_array
+from layerkit._core.tensor import Tensor
+
+_uid = itertools.count()
+
+
+class Variable(Tensor):
+    """A mutable tensor, usable wherever a Tensor is.
+
+    Trainable variables read inside a :class:`layerkit.GradientTape` block are watched
+    automatically. The shape is fixed at creation.
+
+    Args:
+        initial_value: the value (array-like, Tensor, or a zero-argument callable).
+        trainable: whether tapes watch it automatically and optimizers update it.
+        name: a name for messages and checkpoints (default ``Variable``).
+        dtype: optional dtype to cast the initial value to.
+
+    Example:
+        >>> import layerkit as lk
+        >>> v = lk.Variable([1.0, 2.0], name="v")
+        >>> _ = v.assign_add([1.0, 1.0])
+        >>> v.numpy()
+        array([2., 3.], dtype=float32)
+    """
+
+    __slots__ = ("_name", "_trainable", "_uid", "_on_create")
+
+    def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
+                 dtype=None) -> None:
+        if callable(initial_value):
+            initial_value = initial_value()
+        a = to_array(initial_value, as_dtype(dtype))
+        super().__init__(np.array(a, copy=True))
+        self._name = name or "Variable"
+        self._trainable = bool(trainable)
+        self._uid = next(_uid)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = bool(value)
+
+    def value(self) -> Tensor:
+        """A Tensor snapshot of the current value."""
+        return Tensor(self._v.copy())
+
+    def read_value(self) -> Tensor:
+        return self.value()
+
+    def _checked(self, value, what: str) -> np.ndarray:
+        a = to_array(value)
+        if a.shape != self._v.shape:
+            raise ValueError(
+                f"Variable '{self._name}': cannot {what} a value of shape {a.shape}; "
+                f"the variable's shape is {self._v.shape}"
+            )
+        return a
+
+    def assign(self, value) -> "Variable":
+        """Set the value in place; the shape must match. Returns the variable."""
+        a = self._checked(value, "assign")
+        # Replace rather than write in place: a tape may hold the old array.
+        self._v = a.astype(self._v.dtype, copy=True)
+        return self
+
+    def assign_add(self, delta) -> "Variable":
+        a = self._checked(delta, "assign_add")
+        self._v = (self._v + a).astype(self._v.dtype, copy=False)
+        return self
+
+    def assign_sub(self, delta) -> "Variable":
+        a = self._checked(delta, "assign_sub")
+        self._v = (self._v - a).astype(self._v.dtype, copy=False)
+        return self
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._v, separator=" ")
+        return (f"<lk.Variable '{self._name}' shape={self.shape} dtype={self.dtype.name}, "
+                f"numpy={body}>")
+
+    __str__ = __repr__

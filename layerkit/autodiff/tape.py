@@ -1,0 +1,195 @@
+"""GradientTape: records ops whose inputs it watches; answers gradient queries."""
+from __future__ import annotations
+
+import numpy as np
+
+from layerkit._core import context
+from layerkit._core.convert import convert_to_tensor
+from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
+from layerkit.autodiff.backprop import backward
+from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.ops.creation import ones_like, zeros_like
+
+
+def _is_float(t: Tensor) -> bool:
+    return t.dtype.kind in "fc"
+
+
+class GradientTape:
+    """Record operations for automatic differentiation (TensorFlow semantics).
+
+    Trainable Variables read inside the block are watched automatically (unless
+    ``watch_accessed_variables=False``); other tensors with :meth:`watch`. Tapes nest:
+    a gradient computed inside an outer tape's block is recorded by the outer tape,
+    which gives higher-order derivatives.
+
+    Args:
+        persistent: allow more than one :meth:`gradient` call.
+        watch_accessed_variables: watch trainable Variables read in the block.
+
+    Example:
+        >>> import layerkit as lk
+        >>> x = lk.constant(3.0)
+        >>> with lk.GradientTape() as tape:
+        ...     tape.watch(x)
+        ...     y = x * x
+        >>> tape.gradient(y, x)
+        Tensor(6.0, shape=(), dtype=float32)
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
+        self._persistent = persistent
+        self._watch_vars = watch_accessed_variables
+        self._watched: dict[int, Tensor] = {}
+        self._variables: dict[int, Variable] = {}
+        self._nodes: list = []
+        self._recording = False
+        self._used = False
+
+    # ---- context management --------------------------------------------------------
+    def __enter__(self) -> "GradientTape":
+        if self._recording:
+            raise RuntimeError("this GradientTape is already recording (entered twice)")
+        self._recording = True
+        context.push(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._recording = False
+        context.pop(self)
+
+    # ---- recorder protocol (called by the eager dispatcher) --------------------------
+    def read_variable(self, var: Variable) -> None:
+        if self._watch_vars and var._trainable and id(var) not in self._watched:
+            self._watch_one(var)
+
+    def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
+        if op.vjp is None:
+            return
+        w = self._watched
+        for t in ins:
+            if id(t) in w:
+                break
+        else:
+            return
+        self._nodes.append((op, ins, outs, attrs))
+        for o in outs:
+            if _is_float(o):
+                w[id(o)] = o
+
+    # ---- public API ---------------------------------------------------------------------
+    def _watch_one(self, t: Tensor) -> None:
+        if not _is_float(t):
+            return  # integer and bool tensors get no gradient (TF warns and skips)
+        self._watched[id(t)] = t
+        if isinstance(t, Variable):
+            self._variables[id(t)] = t
+
+    def watch(self, tensor) -> None:
+        """Watch a tensor or a nested structure of tensors."""
+        for t in flatten(tensor):
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"GradientTape.watch expects Tensors or Variables, received "
+                    f"{type(t).__name__}"
+                )
+            self._watch_one(t)
+
+    def watched_variables(self) -> tuple:
+        """The Variables watched so far, in the order they were first watched."""
+        return tuple(self._variables.values())
+
+    def stop_recording(self):
+        """Context manager that pauses recording on this tape."""
+        if not self._recording:
+            raise ValueError("stop_recording() is only valid while the tape is recording")
+        return context.paused(self)
+
+    def reset(self) -> None:
+        """Clear everything recorded (and watched) so far."""
+        self._watched.clear()
+        self._variables.clear()
+        self._nodes = []
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients: str = "none"):
+        """Gradient of ``target`` (summed if not scalar) w.r.t. ``sources``.
+
+        Args:
+            target: a Tensor or a nested structure of Tensors (their sum is differentiated).
+            sources: a Tensor/Variable or a nested list/tuple/dict of them.
+            output_gradients: upstream gradients, one per target (default ones).
+            unconnected_gradients: ``'none'`` (default) or ``'zero'``.
+
+        Returns:
+            Gradients in the structure of ``sources``; ``None`` for unconnected or
+            integer sources unless ``unconnected_gradients='zero'``.
+
+        Raises:
+            RuntimeError: a non-persistent tape was already used.
+        """
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(
+                f"unconnected_gradients must be 'none' or 'zero', received "
+                f"{unconnected_gradients!r}"
+            )
+        if self._used and not self._persistent:
+            raise RuntimeError(
+                "A non-persistent GradientTape can only be used to compute one set of "
+                "gradients; use GradientTape(persistent=True) for more"
+            )
+        self._used = True
+        flat_sources = flatten(sources)
+        for s in flat_sources:
+            if not isinstance(s, Tensor):
+                raise TypeError(
+                    f"GradientTape.gradient: sources must be Tensors or Variables, received "
+                    f"{type(s).__name__}"
+                )
+        targets = [convert_to_tensor(t) for t in flatten(target)]
+        if output_gradients is None:
+            seeds = [ones_like(t) for t in targets]
+        else:
+            seeds = [convert_to_tensor(g) for g in flatten(output_gradients)]
+            if len(seeds) != len(targets):
+                raise ValueError(
+                    f"output_gradients: expected {len(targets)} gradients (one per target), "
+                    f"received {len(seeds)}"
+                )
+            for t, s in zip(targets, seeds):
+                if s.shape != t.shape:
+                    raise ValueError(
+                        f"output_gradients: shape {s.shape} does not match target shape {t.shape}"
+                    )
+        usable = [s if _is_float(s) else None for s in flat_sources]
+        srcs = [s for s in usable if s is not None]
+        nodes = list(self._nodes)
+        if self._persistent:
+            grads = backward(nodes, targets, seeds, srcs)
+        else:
+            # A non-persistent tape does not record its own backward pass; outer tapes do.
+            with context.paused(self):
+                grads = backward(nodes, targets, seeds, srcs)
+            self._nodes = []
+            self._watched = {}
+        it = iter(grads)
+        out = []
+        for s, u in zip(flat_sources, usable):
+            g = next(it) if u is not None else None
+            if g is None and unconnected_gradients == "zero":
+                g = zeros_like(s) if _is_float(s) else zeros_like(s, dtype=np.float32)
+            out.append(g)
+        return pack_like(sources, out)
+
+    def jacobian(self, target, source, unconnected_gradients: str = "none"):
+        """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``."""
+        from layerkit.autodiff.jacobian import jacobian
+
+        return jacobian(self, target, source, unconnected_gradients)
+
+    def batch_jacobian(self, target, source, unconnected_gradients: str = "none"):
+        """Per-example Jacobian: shape ``(batch,) + target.shape[1:] + source.shape[1:]``."""
+        from layerkit.autodiff.jacobian import batch_jacobian
+
+        return batch_jacobian(self, target, source, unconnected_gradients)

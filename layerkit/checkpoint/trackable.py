@@ -1,0 +1,61 @@
+"""The trackable protocol: how checkpoints walk objects without importing them.
+
+An object takes part in checkpoints by defining any of:
+
+- ``_checkpoint_children() -> dict[str, object]``: named sub-objects (layers,
+  optimizers, iterators, nested checkpoints). Names become path segments.
+- ``_checkpoint_variables() -> dict[str, Variable]``: its own variables by name.
+- ``_checkpoint_state() -> nested dict/list of JSON values and ndarrays`` and
+  ``_restore_checkpoint_state(state)``: non-variable state (RNG position, a dataset
+  iterator's position and buffers). Objects with ``get_state()``/``set_state()`` (data
+  iterators, ``lk.random.Generator``) are treated the same way.
+
+Deferred restoration: when a checkpoint holds a value for a variable that its owner
+has not created yet (an unbuilt layer, optimizer slots before the first step), the
+checkpoint parks it with :func:`defer`; the owner calls :func:`take_deferred` when it
+creates the variable, and assigns the value if one is returned.
+
+This module imports nothing above the core.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_PENDING_ATTR = "_lk_deferred_restores"
+
+
+def defer(owner, name: str, value: np.ndarray, on_apply=None) -> None:
+    """Park ``value`` for variable ``name`` of ``owner`` until it is created."""
+    pending = owner.__dict__.setdefault(_PENDING_ATTR, {})
+    pending[name] = (value, on_apply)
+
+
+def take_deferred(owner, name: str):
+    """Pop the parked value for ``owner``'s variable ``name`` (None if there is none)."""
+    pending = getattr(owner, "__dict__", {}).get(_PENDING_ATTR)
+    if not pending or name not in pending:
+        return None
+    value, on_apply = pending.pop(name)
+    if on_apply is not None:
+        on_apply(name)
+    return value
+
+
+def children(obj) -> dict:
+    fn = getattr(obj, "_checkpoint_children", None)
+    return dict(fn()) if fn is not None else {}
+
+
+def variables(obj) -> dict:
+    fn = getattr(obj, "_checkpoint_variables", None)
+    return dict(fn()) if fn is not None else {}
+
+
+def get_state(obj):
+    fn = getattr(obj, "_checkpoint_state", None) or getattr(obj, "get_state", None)
+    return fn() if fn is not None else None
+
+
+def set_state(obj, state) -> None:
+    fn = getattr(obj, "_restore_checkpoint_state", None) or getattr(obj, "set_state")
+    fn(state)
