@@ -7,6 +7,7 @@ from layerkit._core import context
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
+from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.ops.creation import ones_like, zeros_like
@@ -184,12 +185,8 @@ class GradientTape:
 
     def jacobian(self, target, source, unconnected_gradients: str = "none"):
         """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``."""
-        from layerkit.autodiff.jacobian import jacobian
-
-        return jacobian(self, target, source, unconnected_gradients)
+        return _jac.jacobian(self, target, source, unconnected_gradients)
 
     def batch_jacobian(self, target, source, unconnected_gradients: str = "none"):
         """Per-example Jacobian: shape ``(batch,) + target.shape[1:] + source.shape[1:]``."""
-        from layerkit.autodiff.jacobian import batch_jacobian
-
-        return batch_jacobian(self, target, source, unconnected_gradients)
+        return _jac.batch_jacobian(self, target, source, unconnected_gradients)

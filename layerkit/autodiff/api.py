@@ -1,0 +1,55 @@
+"""gradients_function / value_and_gradients_function: thin front doors over the tape."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from layerkit._core.convert import convert_to_tensor
+from layerkit.autodiff.tape import GradientTape
+
+
+def value_and_gradients_function(f: Callable, params: Sequence[int] | None = None) -> Callable:
+    """Return ``g(*args) -> (f(*args), [df/dargs[i] for i in params])``.
+
+    Args:
+        f: a function of Tensors returning a Tensor (non-scalar outputs are summed).
+        params: indices of the positional arguments to differentiate (default all).
+
+    The returned function may itself be differentiated:
+    ``gradients_function(lambda x: gradients_function(f)(x)[0])`` is f''.
+    """
+
+    def vg(*args):
+        ts = [convert_to_tensor(a) for a in args]
+        idx = list(range(len(ts))) if params is None else list(params)
+        for i in idx:
+            if not 0 <= i < len(ts):
+                raise ValueError(
+                    f"gradients_function: params index {i} out of range for "
+                    f"{len(ts)} positional arguments"
+                )
+        with GradientTape() as tape:
+            tape.watch([ts[i] for i in idx])
+            value = f(*ts)
+        grads = tape.gradient(value, [ts[i] for i in idx])
+        return value, grads
+
+    vg.__name__ = f"value_and_gradients_{getattr(f, '__name__', 'f')}"
+    return vg
+
+
+def gradients_function(f: Callable, params: Sequence[int] | None = None) -> Callable:
+    """Return ``g(*args)`` giving a list with the gradient of ``f`` for each argument.
+
+    Example:
+        >>> import layerkit as lk
+        >>> grad = lk.gradients_function(lambda x: x * x)
+        >>> grad(3.0)
+        [Tensor(6., shape=(), dtype=float32)]
+    """
+    vg = value_and_gradients_function(f, params)
+
+    def g(*args):
+        return vg(*args)[1]
+
+    g.__name__ = f"gradients_{getattr(f, '__name__', 'f')}"
+    return g
