@@ -40,15 +40,21 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return np.shape(self._v)
+        try:
+            return self._v.shape
+        except AttributeError:  # a bare Python scalar operand
+            return ()
 
     @property
     def dtype(self) -> np.dtype:
-        return np.asarray(self._v).dtype if not hasattr(self._v, "dtype") else self._v.dtype
+        try:
+            return self._v.dtype
+        except AttributeError:
+            return np.asarray(self._v).dtype
 
     @property
     def ndim(self) -> int:
-        return np.ndim(self._v)
+        return len(self.shape)
 
     @property
     def size(self) -> int:

@@ -1,6 +1,5 @@
 """Automatic differentiation: tapes, gradient functions, custom gradients, checking."""
 from layerkit.autodiff.api import gradients_function, value_and_gradients_function
-from layerkit.autodiff.check import check_grads
 from layerkit.autodiff.custom_gradient import custom_gradient
 from layerkit.autodiff.tape import GradientTape
 

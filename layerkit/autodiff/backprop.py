@@ -27,7 +27,10 @@ def backward(nodes: list, targets: list, seeds: list, sources: list) -> list:
     path = []
     for node in nodes:
         ins = node[1]
-        needs = tuple(id(t) in relevant for t in ins)
+        if len(ins) == 1:
+            needs = (id(ins[0]) in relevant,)
+        else:
+            needs = tuple([id(t) in relevant for t in ins])
         if True in needs:
             path.append((node, needs))
             for o in node[2]:
@@ -55,12 +58,17 @@ def backward(nodes: list, targets: list, seeds: list, sources: list) -> list:
         for x, gx, need in zip(ins, in_grads, needs):
             if not need or gx is None:
                 continue
-            if gx.shape != x.shape:
+            # Inputs that need a gradient are watched float tensors, so ``_v`` is an
+            # ndarray or NumPy scalar with .shape/.dtype.
+            gv, xv = gx._v, x._v
+            if gv.shape != xv.shape:
                 raise ValueError(
                     f"gradient rule of op '{op.name}' returned shape {gx.shape} for an "
                     f"input of shape {x.shape}"
                 )
-            if gx.dtype != x.dtype:
-                gx = cast(gx, x.dtype)
-            _accumulate(grads, x, gx)
+            if gv.dtype != xv.dtype:
+                gx = cast(gx, xv.dtype)
+            key = id(x)
+            prev = grads.get(key)
+            grads[key] = gx if prev is None else add(prev, gx)
     return [grads.get(id(s)) for s in sources]

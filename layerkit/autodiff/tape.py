@@ -10,11 +10,15 @@ from layerkit._core.variable import Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.ops.creation import ones_like, zeros_like
+from layerkit._core.op import wrap
+from layerkit.ops.creation import zeros_like
 
 
 def _is_float(t: Tensor) -> bool:
-    return t.dtype.kind in "fc"
+    try:
+        return t._v.dtype.kind in "fc"
+    except AttributeError:
+        return isinstance(t._v, float)
 
 
 class GradientTape:
@@ -150,7 +154,7 @@ class GradientTape:
                 )
         targets = [convert_to_tensor(t) for t in flatten(target)]
         if output_gradients is None:
-            seeds = [ones_like(t) for t in targets]
+            seeds = [wrap(np.ones(t.shape, t.dtype)) for t in targets]
         else:
             seeds = [convert_to_tensor(g) for g in flatten(output_gradients)]
             if len(seeds) != len(targets):
@@ -163,15 +167,23 @@ class GradientTape:
                     raise ValueError(
                         f"output_gradients: shape {s.shape} does not match target shape {t.shape}"
                     )
-        usable = [s if _is_float(s) else None for s in flat_sources]
+        # Only watched float tensors receive gradients (TF: an unwatched source is
+        # unconnected even if it took part in a recorded op).
+        usable = [s if id(s) in self._watched else None for s in flat_sources]
         srcs = [s for s in usable if s is not None]
         nodes = list(self._nodes)
         if self._persistent:
             grads = backward(nodes, targets, seeds, srcs)
         else:
             # A non-persistent tape does not record its own backward pass; outer tapes do.
-            with context.paused(self):
+            recording = self._recording
+            if recording:
+                context.pop(self)
+            try:
                 grads = backward(nodes, targets, seeds, srcs)
+            finally:
+                if recording:
+                    context.push(self)
             self._nodes = []
             self._watched = {}
         it = iter(grads)
