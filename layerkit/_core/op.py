@@ -83,16 +83,29 @@ def apply(op: Op, *args, **attrs):
 
 
 def _apply_recording(op: Op, args: tuple, attrs: dict):
-    vals = _values(args)
-    ins = tuple(a if isinstance(a, Tensor) else wrap(v) for a, v in zip(args, vals))
-    recs = tuple(RECORDERS)
-    for a in ins:
-        if isinstance(a, Variable):
-            for r in recs:
-                r.read_variable(a)
+    recs = RECORDERS
+    ins = args
+    vals = []
+    for a in args:
+        if type(a) is Tensor:
+            vals.append(a._v)
+        elif isinstance(a, Tensor):
+            vals.append(a._v)
+            if isinstance(a, Variable):
+                for r in recs:
+                    r.read_variable(a)
+        else:  # Python scalars, lists, arrays: convert, wrap as constant inputs
+            vals = _values(args)
+            ins = tuple(a if isinstance(a, Tensor) else wrap(v) for a, v in zip(args, vals))
+            for a in ins:
+                if isinstance(a, Variable):
+                    for r in recs:
+                        r.read_variable(a)
+            break
     out = op.forward(*vals, **attrs)
     if op.num_outputs == 1:
-        result = wrap(out)
+        result = _new(Tensor)
+        result._v = out
         outs = (result,)
     else:
         result = tuple(wrap(o) for o in out)

@@ -80,7 +80,7 @@ class GradientTape:
             return
         self._nodes.append((op, ins, outs, attrs))
         for o in outs:
-            if _is_float(o):
+            if o._v.dtype.kind in "fc":  # integer/bool results carry no gradient
                 w[id(o)] = o
 
     # ---- public API ---------------------------------------------------------------------
