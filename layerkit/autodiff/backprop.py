@@ -42,7 +42,7 @@ def backward(nodes: list, targets: list, seeds: list, sources: list) -> list:
             _accumulate(grads, t, s)
 
     for (op, ins, outs, attrs), needs in reversed(path):
-        if len(outs) == 1:
+        if op.num_outputs == 1:
             g = grads.get(id(outs[0]))
             if g is None:
                 continue

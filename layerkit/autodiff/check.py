@@ -24,14 +24,22 @@ class GradientCheckError(AssertionError):
 
 
 def _scalarize(out, weights: list | None, rng: np.random.Generator):
-    """Reduce ``f``'s output(s) to a scalar with fixed random weights (lk ops)."""
+    """Reduce ``f``'s output(s) to a scalar with fixed random weights (lk ops).
+
+    The scalar is ``sum(w1 * o + w2 * o**3)``: the cubic term makes the upstream gradient
+    that reaches each rule depend on the inputs, so a second-order check also catches a
+    rule that treats its upstream gradient as a constant.
+    """
     outs = out if isinstance(out, (list, tuple)) else [out]
     if weights is None:
-        weights = [rng.standard_normal(np.shape(to_array(o))) for o in outs]
+        weights = [(rng.standard_normal(np.shape(to_array(o))),
+                    rng.standard_normal(np.shape(to_array(o))) * 0.1) for o in outs]
     total = None
-    for o, w in zip(outs, weights):
+    for o, (w1, w3) in zip(outs, weights):
         o = o if isinstance(o, Tensor) else wrap(to_array(o))
-        term = reduce_sum(multiply(o, wrap(w.astype(o.dtype))))
+        cube = multiply(o, multiply(o, o))
+        term = reduce_sum(multiply(o, wrap(w1.astype(o.dtype)))
+                          + multiply(cube, wrap(w3.astype(o.dtype))))
         total = term if total is None else total + term
     return total, weights
 

@@ -1,23 +1,74 @@
-"""Reduction records: reduce_sum, reduce_mean, reduce_max, ... and argmax/argmin."""
+"""Reduction records: reduce_sum/mean/max/min/prod/logsumexp, cumsum/cumprod, argmax/argmin.
+
+Every reduction takes ``axis=None|int|tuple|list`` (negative axes allowed, ``None`` means
+all axes, ``()`` means none) and ``keepdims``. The axis is normalised once, in the public
+function, to a sorted tuple of non-negative ints: that tuple is the record's attribute.
+
+Gradient conventions (TensorFlow's):
+- ``reduce_max``/``reduce_min`` split the upstream gradient equally among tied extrema.
+- ``reduce_prod`` is exact at zeros for the first derivative (products of the *other*
+  elements via two exclusive cumulative products, no division); its second derivative
+  goes through ``cumprod``'s rule, which divides by the input (as TensorFlow's does) and
+  is therefore exact only where the input has no zeros.
+- ``reduce_logsumexp`` is computed stably (max shift) and its gradient is the softmax.
+"""
 from __future__ import annotations
+
+from functools import lru_cache
+from math import prod as _prod
 
 import numpy as np
 
+from layerkit._core.convert import FLOATX, convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
+from layerkit.ops import elementwise as _ew
 
-__all__ = ["reduce_sum"]
+__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+           "reduce_logsumexp", "reduce_variance", "reduce_std", "reduce_all", "reduce_any",
+           "argmax", "argmin", "cumsum", "cumprod"]
 
 
-def _norm_axis(axis, ndim: int):
+# ---- axis handling ------------------------------------------------------------------
+def _ndim(x) -> int:
+    return x._v.ndim if isinstance(x, Tensor) else np.ndim(x)
+
+
+def _shape(x) -> tuple:
+    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def _norm_axis(axis, ndim: int, op: str = "reduce"):
+    """Normalise ``axis`` to None or a sorted tuple of distinct non-negative ints.
+
+    Raises:
+        ValueError: naming ``op``, the axis and the rank when an axis is out of range
+            or repeated.
+    """
     if axis is None:
         return None
     if isinstance(axis, Tensor):
         axis = np.asarray(axis._v).tolist()
     if isinstance(axis, (list, tuple)):
-        return tuple(int(a) % ndim if ndim else int(a) for a in axis)
-    return (int(axis) % ndim,) if ndim else (int(axis),)
+        return _norm_axes_cached(tuple(int(a) for a in axis), ndim, op)
+    return _norm_axes_cached((int(axis),), ndim, op)
+
+
+@lru_cache(maxsize=1024)
+def _norm_axes_cached(axes: tuple, ndim: int, op: str) -> tuple:
+    out = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise ValueError(
+                f"{op}: axis {a} is out of range for a tensor of rank {ndim} "
+                f"(valid axes are {-ndim}..{ndim - 1})" if ndim else
+                f"{op}: axis {a} is out of range for a tensor of rank 0 (a scalar has no axes)"
+            )
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: repeated axis in {axes} for a tensor of rank {ndim}")
+    return tuple(sorted(out))
 
 
 def _kept_shape(shape: tuple, axis) -> tuple:
@@ -27,21 +78,339 @@ def _kept_shape(shape: tuple, axis) -> tuple:
     return tuple(1 if i in axis else n for i, n in enumerate(shape))
 
 
+def _count(shape: tuple, axis) -> int:
+    if axis is None:
+        return _prod(shape)
+    return _prod(shape[i] for i in axis)
+
+
+def _check_nonempty(op: str, shape: tuple, axis) -> None:
+    axes = range(len(shape)) if axis is None else axis
+    if any(shape[i] == 0 for i in axes):
+        raise ValueError(
+            f"{op}: cannot reduce over an empty axis (input shape {shape}, axis "
+            f"{None if axis is None else tuple(axis)}, rank {len(shape)}): there is no identity"
+        )
+
+
+def _expand(g: Tensor, x: Tensor, axis, keepdims: bool) -> Tensor:
+    """Reshape a reduced gradient so that it broadcasts against ``x``."""
+    if keepdims:
+        return g
+    return _array.reshape(g, _kept_shape(x.shape, axis))
+
+
+# ---- sum / mean ---------------------------------------------------------------------
+def _int_dtype(x):
+    # Keep integer dtypes (TF) instead of NumPy's promotion of int32 sums to int64.
+    return x.dtype if x.dtype.kind in "iu" else None
+
+
+def _sum_fwd(x, axis, keepdims):
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=_int_dtype(x))
+
+
 def _sum_vjp(g, ins, y, needs, axis, keepdims):
     x = ins[0]
-    if not keepdims:
-        g = _array.reshape(g, _kept_shape(x.shape, axis))
-    return (_array.broadcast_to(g, x.shape),)
+    return (_array.broadcast_to(_expand(g, x, axis, keepdims), x.shape),)
 
 
-_SUM = Op("reduce_sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
-          _sum_vjp)
+_SUM = Op("reduce_sum", _sum_fwd, _sum_vjp)
 
 
 def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
-    """Sum of elements across ``axis`` (None: all axes)."""
-    return apply(_SUM, x, axis=_norm_axis(axis, np.ndim(_val(x))), keepdims=bool(keepdims))
+    """Sum of elements across ``axis`` (None: all axes).
+
+    Args:
+        x: a tensor-like value.
+        axis: None, an int or a tuple/list of ints (negative counts from the end).
+        keepdims: keep reduced axes with length 1.
+
+    Raises:
+        ValueError: an axis is out of range or repeated (names the axis and rank).
+    """
+    return apply(_SUM, x, axis=_norm_axis(axis, _ndim(x), "reduce_sum"), keepdims=bool(keepdims))
 
 
-def _val(x):
-    return x._v if isinstance(x, Tensor) else np.asarray(x)
+def _mean_fwd(x, axis, keepdims):
+    k = x.dtype.kind
+    if k in "fc":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    if k == "b":
+        return np.mean(x, axis=axis, keepdims=keepdims, dtype=FLOATX)
+    # Integer mean truncates toward zero in the input dtype, like TensorFlow.
+    s = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    n = max(_count(x.shape, axis), 1)
+    return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
+
+
+def _mean_vjp(g, ins, y, needs, axis, keepdims):
+    x = ins[0]
+    n = _count(x.shape, axis)
+    g = _ew.multiply(g, 1.0 / n) if n else g
+    return (_array.broadcast_to(_expand(g, x, axis, keepdims), x.shape),)
+
+
+_MEAN = Op("reduce_mean", _mean_fwd, _mean_vjp)
+
+
+def reduce_mean(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Mean of elements across ``axis``; integer inputs give a truncated integer mean (TF)."""
+    return apply(_MEAN, x, axis=_norm_axis(axis, _ndim(x), "reduce_mean"),
+                 keepdims=bool(keepdims))
+
+
+# ---- max / min ----------------------------------------------------------------------
+def _tie_weights_fwd(x, y, axis):
+    # 1/k on each of the k elements equal to the extremum of their slice, 0 elsewhere.
+    # Non-differentiable (piecewise constant), so the tape treats it as a constant.
+    mask = x == np.reshape(y, _kept_shape(x.shape, axis))
+    cnt = np.sum(mask, axis=axis, keepdims=True)
+    return (mask / np.maximum(cnt, 1)).astype(x.dtype, copy=False)
+
+
+_TIE_WEIGHTS = Op("reduce_extremum_weights", _tie_weights_fwd)
+
+
+def _extremum_vjp(g, ins, y, needs, axis, keepdims):
+    x = ins[0]
+    w = apply(_TIE_WEIGHTS, x, y, axis=axis)
+    return (_ew.multiply(_expand(g, x, axis, keepdims), w),)
+
+
+_MAX = Op("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+          _extremum_vjp)
+_MIN = Op("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+          _extremum_vjp)
+
+
+def _extremum(op: Op, x, axis, keepdims) -> Tensor:
+    shape = _shape(x)
+    axis = _norm_axis(axis, len(shape), op.name)
+    _check_nonempty(op.name, shape, axis)
+    return apply(op, x, axis=axis, keepdims=bool(keepdims))
+
+
+def reduce_max(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Maximum across ``axis``. The gradient is split equally among tied maxima (TF).
+
+    Raises:
+        ValueError: an axis is out of range, or a reduced axis is empty.
+    """
+    return _extremum(_MAX, x, axis, keepdims)
+
+
+def reduce_min(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Minimum across ``axis``. The gradient is split equally among tied minima (TF)."""
+    return _extremum(_MIN, x, axis, keepdims)
+
+
+# ---- prod ---------------------------------------------------------------------------
+def _prod_fwd(x, axis, keepdims):
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=_int_dtype(x))
+
+
+def _prod_vjp(g, ins, y, needs, axis, keepdims):
+    x = ins[0]
+    shape = x.shape
+    axes = tuple(range(len(shape))) if axis is None else axis
+    rest = tuple(i for i in range(len(shape)) if i not in axes)
+    perm = axes + rest
+    # Bring the reduced axes to the front as one axis, take the product of the other
+    # elements as (exclusive cumprod from the left) * (exclusive cumprod from the right):
+    # no division, so zeros in x are handled exactly.
+    xt = x if perm == tuple(range(len(shape))) else _array.transpose(x, perm)
+    tshape = xt.shape
+    flat = _array.reshape(xt, (_count(shape, axes), -1))
+    others = _ew.multiply(cumprod(flat, axis=0, exclusive=True),
+                          cumprod(flat, axis=0, exclusive=True, reverse=True))
+    others = _array.reshape(others, tshape)
+    if xt is not x:
+        others = _array.transpose(others, tuple(np.argsort(perm).tolist()))
+    return (_ew.multiply(_expand(g, x, axis, keepdims), others),)
+
+
+_PROD = Op("reduce_prod", _prod_fwd, _prod_vjp)
+
+
+def reduce_prod(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Product of elements across ``axis``.
+
+    The first derivative is exact even where ``x`` has zeros (TF's formulation); the
+    second derivative divides by ``x`` and is exact only away from zeros.
+    """
+    return apply(_PROD, x, axis=_norm_axis(axis, _ndim(x), "reduce_prod"),
+                 keepdims=bool(keepdims))
+
+
+# ---- logsumexp ----------------------------------------------------------------------
+def _lse_fwd(x, axis, keepdims):
+    if x.dtype.kind not in "fc":
+        x = x.astype(FLOATX)
+    m = np.max(x, axis=axis, keepdims=True)
+    # A slice of all -inf (or containing +inf) must not produce inf - inf = nan.
+    m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    with np.errstate(divide="ignore"):
+        s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    if not keepdims:
+        s = np.squeeze(s, axis=axis) if axis is not None else s.reshape(())
+    return s
+
+
+def _lse_vjp(g, ins, y, needs, axis, keepdims):
+    x = ins[0]
+    # d/dx logsumexp = softmax(x) = exp(x - y); y >= max(x) keeps exp from overflowing.
+    soft = _ew.exp(_ew.subtract(x, _expand(y, x, axis, keepdims)))
+    return (_ew.multiply(_expand(g, x, axis, keepdims), soft),)
+
+
+_LSE = Op("reduce_logsumexp", _lse_fwd, _lse_vjp)
+
+
+def reduce_logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` across ``axis``, computed stably (shifted by the maximum).
+
+    Integer inputs are computed in float32. Raises ValueError for an empty reduced axis.
+    """
+    shape = _shape(x)
+    axis = _norm_axis(axis, len(shape), "reduce_logsumexp")
+    _check_nonempty("reduce_logsumexp", shape, axis)
+    return apply(_LSE, x, axis=axis, keepdims=bool(keepdims))
+
+
+# ---- variance / std (composites: two-pass, numerically sound) ------------------------
+def _float_tensor(x) -> Tensor:
+    x = convert_to_tensor(x)
+    if x.dtype.kind not in "fc":
+        x = _ew.cast(x, FLOATX)
+    return x
+
+
+def reduce_variance(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Population variance across ``axis`` (``mean((x - mean(x))**2)``, two-pass).
+
+    Integer inputs are computed in float32.
+    """
+    x = _float_tensor(x)
+    axis = _norm_axis(axis, x.ndim, "reduce_variance")
+    centered = _ew.subtract(x, reduce_mean(x, axis, keepdims=True))
+    return reduce_mean(_ew.square(centered), axis, keepdims=keepdims)
+
+
+def reduce_std(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Population standard deviation across ``axis``.
+
+    Its gradient is infinite/NaN where the variance is exactly 0 (as in TF).
+    """
+    return _ew.sqrt(reduce_variance(x, axis, keepdims))
+
+
+# ---- logical (no gradient) ----------------------------------------------------------
+_ALL = Op("reduce_all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims))
+_ANY = Op("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims))
+
+
+def reduce_all(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Logical AND across ``axis`` (non-bool inputs are tested for non-zero)."""
+    return apply(_ALL, x, axis=_norm_axis(axis, _ndim(x), "reduce_all"), keepdims=bool(keepdims))
+
+
+def reduce_any(x, axis=None, keepdims: bool = False) -> Tensor:
+    """Logical OR across ``axis`` (non-bool inputs are tested for non-zero)."""
+    return apply(_ANY, x, axis=_norm_axis(axis, _ndim(x), "reduce_any"), keepdims=bool(keepdims))
+
+
+# ---- argmax / argmin (no gradient) --------------------------------------------------
+_ARGMAX = Op("argmax", lambda x, axis, dtype: np.argmax(x, axis=axis).astype(dtype, copy=False))
+_ARGMIN = Op("argmin", lambda x, axis, dtype: np.argmin(x, axis=axis).astype(dtype, copy=False))
+
+
+def _arg(op: Op, x, axis, output_type) -> Tensor:
+    shape = _shape(x)
+    # TF: axis=None means axis 0 (not "flatten", as in NumPy).
+    ax = _norm_axis(0 if axis is None else axis, len(shape), op.name)
+    if len(ax) != 1:
+        raise ValueError(f"{op.name}: axis must be a single int, received {axis!r}")
+    _check_nonempty(op.name, shape, ax)
+    dtype = np.dtype(output_type)
+    if dtype.kind not in "iu":
+        raise TypeError(f"{op.name}: output_type must be an integer dtype, received {dtype}")
+    return apply(op, x, axis=ax[0], dtype=dtype)
+
+
+def argmax(x, axis: int | None = None, output_type=np.int64) -> Tensor:
+    """Index of the largest value along ``axis`` (TF: ``axis=None`` means 0); int64.
+
+    Ties resolve to the first occurrence. Not differentiable.
+    """
+    return _arg(_ARGMAX, x, axis, output_type)
+
+
+def argmin(x, axis: int | None = None, output_type=np.int64) -> Tensor:
+    """Index of the smallest value along ``axis`` (TF: ``axis=None`` means 0); int64."""
+    return _arg(_ARGMIN, x, axis, output_type)
+
+
+# ---- cumulative sums and products ---------------------------------------------------
+def _scan(fn, identity, x, axis, exclusive, reverse):
+    if reverse:
+        x = np.flip(x, axis)
+    dtype = x.dtype if x.dtype.kind in "iuf" else None
+    y = fn(x, axis=axis, dtype=dtype)
+    if exclusive:
+        # Shift by one along the axis, filling with the identity.
+        n = y.shape[axis]
+        if n:
+            head = np.full(y.shape[:axis] + (1,) + y.shape[axis + 1:], identity, y.dtype)
+            body = np.take(y, np.arange(n - 1), axis=axis)
+            y = np.concatenate([head, body], axis=axis)
+    if reverse:
+        y = np.flip(y, axis)
+    return y
+
+
+def _cumsum_vjp(g, ins, y, needs, axis, exclusive, reverse):
+    return (cumsum(g, axis, exclusive=exclusive, reverse=not reverse),)
+
+
+_CUMSUM = Op("cumsum", lambda x, axis, exclusive, reverse:
+             _scan(np.cumsum, 0, x, axis, exclusive, reverse), _cumsum_vjp)
+
+
+def _cumprod_vjp(g, ins, y, needs, axis, exclusive, reverse):
+    # TF's rule: sum over later products divided by x; exact only where x != 0.
+    s = cumsum(_ew.multiply(y, g), axis, exclusive=exclusive, reverse=not reverse)
+    return (_ew.divide(s, ins[0]),)
+
+
+_CUMPROD = Op("cumprod", lambda x, axis, exclusive, reverse:
+              _scan(np.cumprod, 1, x, axis, exclusive, reverse), _cumprod_vjp)
+
+
+def _scan_axis(op: str, x, axis) -> int:
+    ax = _norm_axis(axis, _ndim(x), op)
+    if ax is None or len(ax) != 1:
+        raise ValueError(f"{op}: axis must be a single int, received {axis!r}")
+    return ax[0]
+
+
+def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    """Cumulative sum along ``axis`` (TF semantics).
+
+    Args:
+        x: a tensor-like value of rank >= 1.
+        axis: the axis to scan (negative counts from the end).
+        exclusive: element i is the sum of the elements *before* i (the first is 0).
+        reverse: scan from the end towards the start.
+    """
+    return apply(_CUMSUM, x, axis=_scan_axis("cumsum", x, axis), exclusive=bool(exclusive),
+                 reverse=bool(reverse))
+
+
+def cumprod(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    """Cumulative product along ``axis`` (TF semantics; ``exclusive`` starts at 1).
+
+    The gradient divides by ``x`` (as TF's does): it is exact only where ``x != 0``.
+    """
+    return apply(_CUMPROD, x, axis=_scan_axis("cumprod", x, axis), exclusive=bool(exclusive),
+                 reverse=bool(reverse))
