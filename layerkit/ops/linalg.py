@@ -44,20 +44,21 @@ def _matmul_fwd(a, b, transpose_a, transpose_b):
 
 
 def _matmul_vjp(g, ins, y, needs, transpose_a, transpose_b):
+    # Rules call the record directly: operands are rank >= 2 here (vectors were lifted).
     a, b = ins
     ga = gb = None
     # For C = op(A) @ op(B): dA = g @ op(B)^T (transposed back if transpose_a), etc.
     if needs[0]:
         if transpose_a:
-            ga = matmul(b, g, transpose_a=transpose_b, transpose_b=True)
+            ga = apply(_MATMUL, b, g, transpose_a=transpose_b, transpose_b=True)
         else:
-            ga = matmul(g, b, transpose_b=not transpose_b)
+            ga = apply(_MATMUL, g, b, transpose_a=False, transpose_b=not transpose_b)
         ga = _bc.sum_to_shape(ga, a.shape)
     if needs[1]:
         if transpose_b:
-            gb = matmul(g, a, transpose_a=True, transpose_b=transpose_a)
+            gb = apply(_MATMUL, g, a, transpose_a=True, transpose_b=transpose_a)
         else:
-            gb = matmul(a, g, transpose_a=not transpose_a)
+            gb = apply(_MATMUL, a, g, transpose_a=not transpose_a, transpose_b=False)
         gb = _bc.sum_to_shape(gb, b.shape)
     return ga, gb
 

@@ -95,7 +95,7 @@ def _check_nonempty(op: str, shape: tuple, axis) -> None:
 
 def _expand(g: Tensor, x: Tensor, axis, keepdims: bool) -> Tensor:
     """Reshape a reduced gradient so that it broadcasts against ``x``."""
-    if keepdims:
+    if keepdims or (axis is None and not g.shape):  # a 0-d gradient broadcasts as is
         return g
     return _array.reshape(g, _kept_shape(x.shape, axis))
 
@@ -112,7 +112,7 @@ def _sum_fwd(x, axis, keepdims):
 
 def _sum_vjp(g, ins, y, needs, axis, keepdims):
     x = ins[0]
-    return (_array.broadcast_to(_expand(g, x, axis, keepdims), x.shape),)
+    return (apply(_array._BROADCAST_TO, _expand(g, x, axis, keepdims), shape=x.shape),)
 
 
 _SUM = Op("reduce_sum", _sum_fwd, _sum_vjp)
