@@ -1,0 +1,365 @@
+"""Layer: the base of every layer and model.
+
+The contract is three methods and one way to create state: ``__init__`` stores the
+configuration, ``build(input_shape)`` creates weights with :meth:`Layer.add_weight`, and
+``call(inputs, training=None)`` computes. ``__call__`` converts inputs, builds on first
+use, checks the input spec, resolves ``training`` and calls. Layers, Variables and
+lists/tuples/dicts of them assigned as attributes are tracked by ``__setattr__`` (the one
+tracking mechanism), in assignment order.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from layerkit import initializers, regularizers
+from layerkit._core.convert import FLOATX, as_dtype, to_array
+from layerkit._core.op import wrap
+from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
+from layerkit.checkpoint import trackable
+from layerkit.layers import input_spec as _spec
+from layerkit.layers import symbolic as _sym
+from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
+from layerkit.ops.elementwise import cast
+
+__all__ = ["Layer", "reset_uids"]
+
+_STACK: list = []  # (layer, training) for each layer call in progress, outermost first
+_GEN = [0]  # incremented by each outermost call; scopes the losses added by add_loss
+_CALL_INFO: dict = {}  # class -> whether its call() accepts `training`
+_SHAPE_KWARGS = ("input_shape", "batch_input_shape", "input_dim", "batch_size")
+
+
+def _numeric_list(x) -> bool:
+    """A (nested) list of Python numbers, i.e. one tensor rather than a structure."""
+    while isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    return isinstance(x, (int, float, bool))
+
+
+def _wrap_build(fn):
+    @functools.wraps(fn)
+    def build(self, *args, **kwargs):
+        d = self.__dict__
+        outer = d.get("_building", False)
+        d["_building"] = True
+        try:
+            fn(self, *args, **kwargs)
+        finally:
+            d["_building"] = outer
+        if not outer:
+            d["built"] = True
+            d.setdefault("_build_shape", args[0] if args else None)
+    return build
+
+
+class Layer(Tracked):
+    """Base class of all layers (and of ``lk.Model``).
+
+    Args:
+        name: unique name; by default the snake_case class name (``dense``, ``dense_1``).
+        trainable: whether the layer's weights are trained.
+        dtype: the dtype of weights and computations (float inputs are cast to it).
+        input_shape / batch_input_shape / input_dim: optional, for the first layer of a
+            ``Sequential`` model (Keras compatibility).
+        activity_regularizer: optional callable on the output, added to ``losses``.
+
+    Example:
+        >>> import layerkit as lk
+        >>> class Scale(lk.layers.Layer):
+        ...     def build(self, input_shape):
+        ...         self.w = self.add_weight("w", (input_shape[-1],), initializer="ones")
+        ...     def call(self, x):
+        ...         return x * self.w
+        >>> Scale()(lk.ones((2, 3))).shape
+        (2, 3)
+    """
+
+    input_spec = None
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if "build" in cls.__dict__:
+            cls.build = _wrap_build(cls.__dict__["build"])
+
+    def __init__(self, name: str | None = None, trainable: bool = True, dtype="float32",
+                 **kwargs) -> None:
+        d = self.__dict__
+        unknown = [k for k in kwargs if k not in _SHAPE_KWARGS + ("activity_regularizer",)]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) "
+                            f"{unknown}")
+        shape = kwargs.get("batch_input_shape")
+        if shape is None and kwargs.get("input_shape") is not None:
+            shape = (kwargs.get("batch_size"),) + tuple(kwargs["input_shape"])
+        elif shape is None and kwargs.get("input_dim") is not None:
+            shape = (kwargs.get("batch_size"), kwargs["input_dim"])
+        d.update(_tracked={}, _trainable_vars=[], _non_trainable_vars=[], _var_names={},
+                 _regularizers=[], _constraints={}, _losses=[], _eager_losses=[],
+                 _loss_gen=-1, _call_gen=-2, _building=False, built=False,
+                 _trainable=bool(trainable), _batch_input_shape=shape,
+                 _dtype=as_dtype(dtype) if dtype is not None else FLOATX)
+        d["activity_regularizer"] = regularizers.get(kwargs.get("activity_regularizer"))
+        d["name"] = name or unique_name(type(self).__name__)
+
+    # ---- weights ---------------------------------------------------------------------
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        """Freeze (False) or unfreeze this layer, its weights and all its sublayers."""
+        self.__dict__["_trainable"] = bool(value)
+        for v in self._trainable_vars:
+            v.trainable = bool(value)
+        for layer in self.layers:
+            layer.trainable = value
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype.name
+
+    compute_dtype = variable_dtype = dtype
+
+    def add_weight(self, name=None, shape=None, initializer=None, dtype=None,
+                   trainable: bool = True, regularizer=None, constraint=None) -> Variable:
+        """Create a weight Variable owned by this layer (call it in __init__ or build).
+
+        Args:
+            name: the weight's name, unique within the layer (``kernel``, ``bias``).
+            shape: its shape (a tuple).
+            initializer: initializer or its name; default ``'glorot_uniform'`` for float
+                weights and ``'zeros'`` otherwise.
+            dtype: default the layer's dtype.
+            trainable: whether optimizers train it.
+            regularizer: callable or name; its penalty is added to ``losses``.
+            constraint: callable applied to the value after each optimizer update.
+
+        Raises:
+            ValueError: if the layer is already built (state is locked after build).
+        """
+        if "_tracked" not in self.__dict__:
+            raise RuntimeError(super_msg(self))
+        if name is not None and not isinstance(name, str):  # Keras 3 order: shape first
+            name, shape = (shape if isinstance(shape, str) else None), name
+        shape = () if shape is None else tuple(int(s) for s in shape)
+        dtype = as_dtype(dtype) or self._dtype
+        if initializer is None:
+            initializer = "glorot_uniform" if dtype.kind == "f" else "zeros"
+        value = to_array(initializers.get(initializer)(shape, dtype=dtype), dtype)
+        name = name or "variable"
+        var = Variable(value, trainable=trainable and self._trainable, name=name, dtype=dtype)
+        self._track_variable(var, name, trainable=trainable)
+        restored = trackable.take_deferred(self, self._var_names[id(var)])
+        if restored is not None:
+            var.assign(restored)
+        if regularizer is not None:
+            self._regularizers.append((var, regularizers.get(regularizer)))
+        if constraint is not None:
+            self._constraints[id(var)] = constraint
+        return var
+
+    def get_weights(self) -> list:
+        """The values of :attr:`weights` as NumPy arrays (copies)."""
+        return [np.array(v.numpy()) for v in self.weights]
+
+    def set_weights(self, weights) -> None:
+        """Assign :attr:`weights` from a list of arrays in :meth:`get_weights` order.
+
+        Raises:
+            ValueError: naming the layer and the weight when a count or shape differs.
+        """
+        own = self.weights
+        weights = list(weights)
+        if len(own) != len(weights):
+            raise ValueError(f"set_weights on layer '{self.name}': expected {len(own)} "
+                             f"arrays ({[v.name for v in own]}), received {len(weights)}")
+        for v, w in zip(own, weights):
+            w = to_array(w)
+            if tuple(w.shape) != tuple(v.shape):
+                raise ValueError(f"set_weights on layer '{self.name}': weight '{v.name}' has "
+                                 f"shape {tuple(v.shape)}, received an array of shape "
+                                 f"{tuple(w.shape)}")
+        for v, w in zip(own, weights):
+            v.assign(to_array(w).astype(v.dtype))
+
+    def count_params(self) -> int:
+        """Total number of scalars in :attr:`weights`."""
+        ws = self.weights
+        if not ws and not self.built:
+            raise ValueError(f"count_params: layer '{self.name}' is not built yet; call it "
+                             f"on data or call build(input_shape) first")
+        return int(sum(int(np.prod(v.shape)) for v in ws))
+
+    # ---- losses --------------------------------------------------------------------
+    def add_loss(self, loss) -> None:
+        """Add a scalar loss; inside call() it lasts until the next outermost call."""
+        if not _STACK:
+            self._eager_losses.append(loss)
+            return
+        if self._loss_gen != _GEN[0]:
+            self.__dict__.update(_losses=[], _loss_gen=_GEN[0])
+        self._losses.append(loss)
+
+    @property
+    def losses(self) -> list:
+        """Losses from add_loss during the latest call, plus weight regularizer penalties
+        (recomputed from the current weights), of this layer and its sublayers."""
+        out = []
+        for layer in [self] + self.submodules:
+            out.extend(x() if callable(x) else x for x in layer._eager_losses)
+            if layer._loss_gen == layer._call_gen:
+                out.extend(layer._losses)
+            out.extend(reg(v) for v, reg in layer._regularizers)
+        return out
+
+    # ---- calling -------------------------------------------------------------------
+    def build(self, input_shape) -> None:
+        """Create weights from ``input_shape`` (a tuple incl. the batch dim, or a list)."""
+
+    def call(self, *args, **kwargs):
+        raise NotImplementedError(f"layer '{self.name}' ({type(self).__name__}) must "
+                                  f"implement call()")
+
+    def _where(self) -> str:
+        parts = [f"layer '{self.name}'"]
+        for layer, _ in reversed(_STACK):
+            if layer is not self:
+                kind = "model" if any(c.__name__ == "Model" for c in type(layer).__mro__) \
+                    else "layer"
+                parts.append(f"{kind} '{layer.name}'")
+        return " of ".join(parts)
+
+    def _convert(self, x, top: bool = True):
+        if isinstance(x, Tensor):
+            if x.dtype.kind == "f" and x.dtype != self._dtype:
+                return cast(x, self._dtype)
+            return x
+        if isinstance(x, (list, tuple)) and x and any(
+                isinstance(e, (Tensor, np.ndarray, _sym.SymbolicTensor, list, tuple))
+                and not _numeric_list(e) for e in x):
+            return type(x)(self._convert(e, False) for e in x)  # a structure of inputs
+        if isinstance(x, np.ndarray) or (top and isinstance(x, (list, tuple)) and x):
+            a = to_array(x)
+            return wrap(a.astype(self._dtype) if a.dtype.kind == "f" else a)
+        return x
+
+    def _build_from(self, args: tuple, kwargs: dict) -> None:
+        def shape_of(x):
+            if isinstance(x, (list, tuple)):
+                return [shape_of(e) for e in x]
+            return tuple(x.shape) if hasattr(x, "shape") else None
+        params = list(inspect.signature(self.build).parameters)
+        if len(params) <= 1 or not all(p.endswith("_shape") for p in params):
+            self.build(shape_of(args[0]) if args else None)
+        else:  # build(query_shape, value_shape, ...) gets the matching call arguments
+            bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
+            self.build(**{p: shape_of(bound[p[:-6]]) for p in params if p[:-6] in bound})
+        self.__dict__["built"] = True
+        self.__dict__.setdefault("_build_shape", shape_of(args[0]) if args else None)
+
+    def _call_accepts_training(self) -> bool:
+        accepts = _CALL_INFO.get(type(self))
+        if accepts is None:
+            accepts = _CALL_INFO[type(self)] = "training" in inspect.signature(
+                self.call).parameters
+        return accepts
+
+    def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if "_tracked" not in d:
+            raise RuntimeError(super_msg(self))
+        # 1. convert inputs (float arrays and tensors to the layer's dtype)
+        symbolic = False
+        if not (len(args) == 1 and type(args[0]) is Tensor and args[0]._v.dtype == d["_dtype"]
+                and not kwargs):
+            args = tuple(self._convert(a) for a in args)
+            kwargs = {k: self._convert(v, False) if isinstance(v, (Tensor, np.ndarray)) else v
+                      for k, v in kwargs.items()}
+            symbolic = _sym.any_symbolic(args, kwargs)
+        # 2. check the input spec, 3. build on first use
+        if self.input_spec is not None and args:
+            self._check_spec(args[0])
+        if not d["built"]:
+            self._build_from(args, kwargs)
+            if self.input_spec is not None and args:
+                self._check_spec(args[0])
+        if symbolic:
+            return _sym.call(self, args, kwargs)
+        # 4. training: explicit argument, else the enclosing call's value
+        training = kwargs.pop("training", None)
+        if training is None and _STACK:
+            training = _STACK[-1][1]
+        if training is not None and self._call_accepts_training():
+            kwargs["training"] = training
+        if not _STACK:
+            _GEN[0] += 1
+        d["_call_gen"] = _GEN[0]
+        # 5. call
+        _STACK.append((self, training))
+        try:
+            outputs = self.call(*args, **kwargs)
+        except ValueError as e:
+            if getattr(e, "_lk_layer", False):
+                raise
+            raise self._annotated(e, args) from e
+        finally:
+            _STACK.pop()
+        if d["activity_regularizer"] is not None:
+            for out in _sym.flatten(outputs):  # Keras: penalty / batch size, per output
+                batch = max(out.shape[0], 1) if out.ndim else 1
+                self.add_loss(d["activity_regularizer"](out) / float(batch))
+        return outputs
+
+    def _check_spec(self, x) -> None:
+        try:
+            _spec.check(self.input_spec, x, self._where)
+        except ValueError as e:
+            e._lk_layer = True
+            raise
+
+    def _annotated(self, e: ValueError, args: tuple) -> ValueError:
+        shapes = [tuple(a.shape) if hasattr(a, "shape") else type(a).__name__ for a in args]
+        built = self.__dict__.get("_build_shape")
+        built = f"; built for input shape {built}" if built is not None else ""
+        msg = (f"Exception encountered when calling {self._where()} "
+               f"({type(self).__name__}; input shape(s) {shapes}{built}): {e}")
+        if type(e) is ValueError:
+            e = ValueError(msg)
+        else:
+            e.add_note(msg)
+        e._lk_layer = True
+        return e
+
+    def compute_output_shape(self, input_shape):
+        """Output shape(s) for ``input_shape`` (None for unknown dims), found by running
+        the layer on small zero batches."""
+        return _sym.output_shape(self, input_shape)
+
+    # ---- config and checkpoints ------------------------------------------------------------
+    def get_config(self) -> dict:
+        """The constructor arguments as a JSON-able dict (``from_config`` inverts it)."""
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = tuple(self._batch_input_shape)
+        if type(self).get_config is Layer.get_config:
+            base = set(inspect.signature(Layer.__init__).parameters)
+            extra = [p for p, v in inspect.signature(type(self).__init__).parameters.items()
+                     if p not in base and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
+            if extra:
+                raise NotImplementedError(
+                    f"Layer {type(self).__name__} has arguments {extra} in __init__ and "
+                    f"must override get_config() to return them")
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict):
+        """Create a layer from :meth:`get_config`'s output."""
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"

@@ -1,0 +1,166 @@
+"""Normalization layers: BatchNormalization, LayerNormalization."""
+from __future__ import annotations
+
+from layerkit import initializers, regularizers
+from layerkit.layers.input_spec import InputSpec
+from layerkit.layers.layer import Layer
+from layerkit.ops import array as _array
+from layerkit.ops import elementwise as _ew
+from layerkit.ops import reduce as _reduce
+
+__all__ = ["BatchNormalization", "LayerNormalization"]
+
+
+def _axes(layer: Layer, axis, input_shape) -> tuple:
+    rank = len(input_shape)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if not all(-rank <= a < rank for a in axes):
+        raise ValueError(f"{type(layer).__name__} '{layer.name}': axis {axis} is out of range "
+                         f"for an input of shape {tuple(input_shape)}")
+    axes = tuple(sorted(a % rank for a in axes))
+    if any(input_shape[a] is None for a in axes):
+        raise ValueError(f"{type(layer).__name__} '{layer.name}': the normalized axis {axis} of "
+                         f"the input must be known; received shape {tuple(input_shape)}")
+    return axes
+
+
+def _normalize(x, mean, var, epsilon: float, gamma, beta):
+    """``(x - mean) / sqrt(var + epsilon) * gamma + beta`` with one multiply on x."""
+    inv = _ew.rsqrt(_ew.add(var, epsilon))
+    if gamma is not None:
+        inv = _ew.multiply(inv, gamma)
+    y = _ew.multiply(_ew.subtract(x, mean), inv)
+    return _ew.add(y, beta) if beta is not None else y
+
+
+class _Norm(Layer):
+    def __init__(self, axis=-1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.axis = axis if isinstance(axis, int) else tuple(axis)
+        self.epsilon, self.center, self.scale = float(epsilon), bool(center), bool(scale)
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+
+    def _scale_offset(self, input_shape) -> tuple:
+        """Create gamma then beta (Keras order) of the normalized axes' shape."""
+        self._norm_axes = _axes(self, self.axis, input_shape)
+        shape = tuple(input_shape[a] for a in self._norm_axes)
+        # Broadcast shape of the parameters against the input.
+        self._bshape = tuple(input_shape[a] if a in self._norm_axes else 1
+                             for a in range(len(input_shape)))
+        self.gamma = self.add_weight("gamma", shape, self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer,
+                                     constraint=self.gamma_constraint) if self.scale else None
+        self.beta = self.add_weight("beta", shape, self.beta_initializer,
+                                    regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        self.input_spec = InputSpec(ndim=len(input_shape),
+                                    axes={a: input_shape[a] for a in self._norm_axes})
+        return shape
+
+    def _b(self, w):
+        """A parameter reshaped to broadcast against the input (no-op for the last axis)."""
+        if w is None or len(self._norm_axes) == 1 and self._norm_axes[0] == len(self._bshape) - 1:
+            return w
+        return _array.reshape(w, self._bshape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis, "epsilon": self.epsilon,
+                "center": self.center, "scale": self.scale,
+                "beta_initializer": initializers.serialize(self.beta_initializer),
+                "gamma_initializer": initializers.serialize(self.gamma_initializer),
+                "beta_regularizer": regularizers.serialize(self.beta_regularizer),
+                "gamma_regularizer": regularizers.serialize(self.gamma_regularizer)}
+
+
+class BatchNormalization(_Norm):
+    """Normalizes with batch statistics in training and moving averages at inference.
+
+    In training (``training=True`` and the layer trainable) it uses the mean and (biased)
+    variance over every axis but ``axis`` and updates
+    ``moving = moving * momentum + batch * (1 - momentum)``. Otherwise it uses the moving
+    statistics. A frozen layer (``trainable=False``) always runs in inference mode, as in
+    Keras.
+
+    Args:
+        axis: the feature axis (default -1).
+        momentum: moving-average momentum (default 0.99).
+        epsilon: added to the variance (default 1e-3).
+        center, scale: whether to learn ``beta`` / ``gamma``.
+
+    Weights (Keras order): ``gamma``, ``beta`` (trainable), ``moving_mean``,
+    ``moving_variance`` (non-trainable), each of shape (features,).
+    """
+
+    def __init__(self, axis=-1, momentum: float = 0.99, epsilon: float = 1e-3,
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 **kwargs) -> None:
+        super().__init__(axis=axis, epsilon=epsilon, **kwargs)
+        self.momentum = float(momentum)
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer)
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer)
+
+    def build(self, input_shape) -> None:
+        shape = self._scale_offset(input_shape)
+        self.moving_mean = self.add_weight("moving_mean", shape, self.moving_mean_initializer,
+                                           trainable=False)
+        self.moving_variance = self.add_weight("moving_variance", shape,
+                                               self.moving_variance_initializer, trainable=False)
+        self._reduce_axes = tuple(a for a in range(len(input_shape)) if a not in self._norm_axes)
+
+    def call(self, inputs, training=None):
+        if training and self.trainable:
+            mean = _reduce.reduce_mean(inputs, axis=self._reduce_axes, keepdims=True)
+            var = _reduce.reduce_mean(_ew.square(_ew.subtract(inputs, mean)),
+                                      axis=self._reduce_axes, keepdims=True)
+            m = self.momentum
+            for moving, stat in ((self.moving_mean, mean), (self.moving_variance, var)):
+                stat = _array.reshape(stat, moving.shape)
+                moving.assign(_ew.add(_ew.multiply(moving, m), _ew.multiply(stat, 1.0 - m)))
+        else:
+            mean, var = self._b(self.moving_mean), self._b(self.moving_variance)
+        return _normalize(inputs, mean, var, self.epsilon, self._b(self.gamma), self._b(self.beta))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "momentum": self.momentum,
+                "moving_mean_initializer": initializers.serialize(self.moving_mean_initializer),
+                "moving_variance_initializer":
+                    initializers.serialize(self.moving_variance_initializer)}
+
+
+class LayerNormalization(_Norm):
+    """Normalizes each sample over ``axis`` (default the last): mean 0, variance 1, then
+    ``* gamma + beta``.
+
+    Args:
+        axis: int or tuple of axes to normalize over.
+        epsilon: added to the variance (default 1e-3, as Keras).
+        center, scale: whether to learn ``beta`` / ``gamma``.
+
+    Weights: ``gamma``, ``beta`` with the shape of the normalized axes.
+
+    Example:
+        >>> import layerkit as lk
+        >>> y = lk.layers.LayerNormalization()(lk.constant([[1.0, 3.0]]))
+        >>> [round(float(v), 4) for v in y.numpy()[0]]
+        [-0.9995, 0.9995]
+    """
+
+    def build(self, input_shape) -> None:
+        self._scale_offset(input_shape)
+
+    def call(self, inputs):
+        mean = _reduce.reduce_mean(inputs, axis=self._norm_axes, keepdims=True)
+        centered = _ew.subtract(inputs, mean)
+        var = _reduce.reduce_mean(_ew.square(centered), axis=self._norm_axes, keepdims=True)
+        inv = _ew.rsqrt(_ew.add(var, self.epsilon))
+        y = _ew.multiply(centered, inv)
+        if self.gamma is not None:
+            y = _ew.multiply(y, self._b(self.gamma))
+        return _ew.add(y, self._b(self.beta)) if self.beta is not None else y

@@ -1,0 +1,251 @@
+"""RNN cells: SimpleRNNCell, LSTMCell, GRUCell (Keras weight layouts and gate orders).
+
+The cell contract, which :class:`layerkit.layers.RNN` relies on and a user's cell can
+follow too: ``state_size`` (an int or a list of ints), ``call(inputs, states) ->
+(output, new_states)`` with ``states`` always a list, optional ``output_size`` and
+``get_initial_state(batch_size)``.
+
+The built-in cells also offer ``project_inputs(sequence)`` (the input projection of all
+time steps as one GEMM) and ``step(projected_t, states)``; ``call`` is the two composed,
+so there is one implementation of each recurrence.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from layerkit import initializers, regularizers
+from layerkit.layers import activations
+from layerkit.layers.layer import Layer
+from layerkit.ops import array as _array
+from layerkit.ops import creation as _creation
+from layerkit.ops import elementwise as _ew
+from layerkit.ops import linalg as _linalg
+from layerkit.ops import nn as _nn
+from layerkit.ops import random as _random
+
+__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell"]
+
+
+class _Cell(Layer):
+    """Arguments, weights, dropout masks and the input projection shared by the cells."""
+
+    gates = 1
+
+    def __init__(self, units: int, activation="tanh", use_bias: bool = True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout: float = 0.0, recurrent_dropout: float = 0.0,
+                 seed: int | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(units, int) or units <= 0:
+            raise ValueError(f"{type(self).__name__}: `units` must be a positive int; received "
+                             f"units={units!r}")
+        self.units = units
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.constraints = (kernel_constraint, recurrent_constraint, bias_constraint)
+        self.dropout, self.recurrent_dropout = min(1.0, dropout), min(1.0, recurrent_dropout)
+        self.seed = seed
+        self._generator = _random.Generator(seed) if seed is not None else None
+        self._masks = [None, None]
+
+    @property
+    def state_size(self):
+        return self.units
+
+    @property
+    def output_size(self) -> int:
+        return self.units
+
+    def build(self, input_shape) -> None:
+        n = self.gates * self.units
+        self.kernel = self.add_weight("kernel", (input_shape[-1], n), self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.constraints[0])
+        self.recurrent_kernel = self.add_weight(
+            "recurrent_kernel", (self.units, n), self.recurrent_initializer,
+            regularizer=self.recurrent_regularizer, constraint=self.constraints[1])
+        self.bias = self.add_weight("bias", self._bias_shape(), self._bias_init(),
+                                    regularizer=self.bias_regularizer,
+                                    constraint=self.constraints[2]) if self.use_bias else None
+
+    def _bias_shape(self) -> tuple:
+        return (self.gates * self.units,)
+
+    def _bias_init(self):
+        return self.bias_initializer
+
+    def get_initial_state(self, batch_size: int) -> list:
+        sizes = self.state_size if isinstance(self.state_size, (list, tuple)) else [self.state_size]
+        return [_creation.zeros((batch_size, s), self._dtype) for s in sizes]
+
+    # ---- dropout masks: one per sequence, as Keras ---------------------------------------
+    def reset_dropout_mask(self) -> None:
+        """Forget the masks, so the next sequence draws new ones (RNN calls this)."""
+        self._masks[:] = [None, None]
+
+    def _mask(self, i: int, like, rate: float, training):
+        if not training or not rate:
+            return None
+        if self._masks[i] is None:
+            seed = self._generator.next_seed() if self._generator is not None else None
+            self._masks[i] = _nn.dropout(_creation.ones_like(like), rate, seed=seed)
+        return self._masks[i]
+
+    def _input_bias(self):
+        return self.bias
+
+    def project_inputs(self, inputs, training=None):
+        """``inputs @ kernel (+ bias)`` for a whole (batch, ..., features) input at once."""
+        step = inputs[:, 0] if inputs.ndim == 3 else inputs
+        dp = self._mask(0, step, self.dropout, training)
+        if dp is not None:
+            inputs = _ew.multiply(inputs, _array.expand_dims(dp, 1) if inputs.ndim == 3 else dp)
+        shape = inputs.shape
+        z = _linalg.matmul(_array.reshape(inputs, (-1, shape[-1])), self.kernel)
+        if self.bias is not None:
+            z = _ew.add(z, self._input_bias())
+        return _array.reshape(z, shape[:-1] + (z.shape[-1],))
+
+    def _recurrent_input(self, h, training):
+        rdp = self._mask(1, h, self.recurrent_dropout, training)
+        return _ew.multiply(h, rdp) if rdp is not None else h
+
+    def call(self, inputs, states, training=None):
+        states = list(states) if isinstance(states, (list, tuple)) else [states]
+        return self.step(self.project_inputs(inputs, training), states, training)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "units": self.units,
+                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+                "kernel_initializer": initializers.serialize(self.kernel_initializer),
+                "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+                "bias_initializer": initializers.serialize(self.bias_initializer),
+                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+                "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
+                "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+                "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
+                "seed": self.seed}
+
+
+class SimpleRNNCell(_Cell):
+    """``h = activation(x @ kernel + bias + h_prev @ recurrent_kernel)``.
+
+    Weights: ``kernel`` (input_dim, units), ``recurrent_kernel`` (units, units),
+    ``bias`` (units,). State: ``[h]``.
+    """
+
+    def step(self, z, states, training=None):
+        h = self._recurrent_input(states[0], training)
+        h = self.activation(_ew.add(z, _linalg.matmul(h, self.recurrent_kernel)))
+        return h, [h]
+
+
+class LSTMCell(_Cell):
+    """Long short-term memory cell, Keras layout: gates in the order i, f, c, o.
+
+    ``z = x @ kernel + h @ recurrent_kernel + bias``; ``i, f, o = sigmoid(...)``,
+    ``g = tanh(z_c)``; ``c = f * c_prev + i * g``; ``h = o * tanh(c)``.
+
+    Args:
+        units: state size.
+        recurrent_activation: gate activation (default ``'sigmoid'``).
+        unit_forget_bias: initialise the forget-gate bias to 1 (default True).
+
+    Weights: ``kernel`` (input_dim, 4 * units), ``recurrent_kernel`` (units, 4 * units),
+    ``bias`` (4 * units,). State: ``[h, c]``.
+    """
+
+    gates = 4
+
+    def __init__(self, units: int, activation="tanh", recurrent_activation="sigmoid",
+                 unit_forget_bias: bool = True, **kwargs) -> None:
+        super().__init__(units, activation, **kwargs)
+        self.recurrent_activation = activations.get(recurrent_activation)
+        self.unit_forget_bias = unit_forget_bias
+
+    @property
+    def state_size(self):
+        return [self.units, self.units]
+
+    def _bias_init(self):
+        if not self.unit_forget_bias:
+            return self.bias_initializer
+        u, init = self.units, self.bias_initializer
+
+        def bias(shape, dtype=None):
+            return np.concatenate([init((u,), dtype), np.ones((u,), dtype),
+                                   init((2 * u,), dtype)])
+        return bias
+
+    def step(self, z, states, training=None):
+        h, c = self._recurrent_input(states[0], training), states[1]
+        z = _ew.add(z, _linalg.matmul(h, self.recurrent_kernel))
+        zi, zf, zc, zo = _array.split(z, 4, axis=-1)
+        act, ract = self.activation, self.recurrent_activation
+        c = _ew.add(_ew.multiply(ract(zf), c), _ew.multiply(ract(zi), act(zc)))
+        h = _ew.multiply(ract(zo), act(c))
+        return h, [h, c]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "unit_forget_bias": self.unit_forget_bias,
+                "recurrent_activation": activations.serialize(self.recurrent_activation)}
+
+
+class GRUCell(_Cell):
+    """Gated recurrent unit, Keras layout: gates in the order z (update), r (reset), h.
+
+    With ``reset_after=True`` (default, cuDNN-compatible) the bias has shape
+    (2, 3 * units): input bias and recurrent bias, and
+    ``hh = tanh(x_h + r * (h @ R_h + b_rh))``. With ``reset_after=False`` the bias is
+    (3 * units,) and ``hh = tanh(x_h + (r * h) @ R_h)``. Then ``h = z * h_prev + (1 - z) * hh``.
+
+    Weights: ``kernel`` (input_dim, 3 * units), ``recurrent_kernel`` (units, 3 * units),
+    ``bias``. State: ``[h]``.
+    """
+
+    gates = 3
+
+    def __init__(self, units: int, activation="tanh", recurrent_activation="sigmoid",
+                 reset_after: bool = True, **kwargs) -> None:
+        super().__init__(units, activation, **kwargs)
+        self.recurrent_activation = activations.get(recurrent_activation)
+        self.reset_after = reset_after
+
+    def _bias_shape(self) -> tuple:
+        return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
+
+    def _input_bias(self):
+        return self.bias[0] if self.reset_after else self.bias
+
+    def step(self, x, states, training=None):
+        h_prev = states[0]
+        h = self._recurrent_input(h_prev, training)
+        xz, xr, xh = _array.split(x, 3, axis=-1)
+        u, ract = self.units, self.recurrent_activation
+        if self.reset_after:
+            rec = _linalg.matmul(h, self.recurrent_kernel)
+            if self.bias is not None:
+                rec = _ew.add(rec, self.bias[1])
+            rz, rr, rh = _array.split(rec, 3, axis=-1)
+            z, r = ract(_ew.add(xz, rz)), ract(_ew.add(xr, rr))
+            hh = self.activation(_ew.add(xh, _ew.multiply(r, rh)))
+        else:
+            rec = _linalg.matmul(h, self.recurrent_kernel[:, :2 * u])
+            rz, rr = _array.split(rec, 2, axis=-1)
+            z, r = ract(_ew.add(xz, rz)), ract(_ew.add(xr, rr))
+            rh = _linalg.matmul(_ew.multiply(r, h), self.recurrent_kernel[:, 2 * u:])
+            hh = self.activation(_ew.add(xh, rh))
+        h_new = _ew.add(_ew.multiply(z, h_prev), _ew.multiply(_ew.subtract(1.0, z), hh))
+        return h_new, [h_new]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "reset_after": self.reset_after,
+                "recurrent_activation": activations.serialize(self.recurrent_activation)}

@@ -1,0 +1,96 @@
+"""Weight regularizers: penalties added to a layer's ``losses`` (Keras classes and names).
+
+Example:
+    >>> import layerkit as lk
+    >>> float(lk.regularizers.L2(0.5)(lk.constant([1.0, 2.0])))
+    2.5
+"""
+from __future__ import annotations
+
+from layerkit import ops
+
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize"]
+
+
+class Regularizer:
+    """Base class: ``reg(weight) -> scalar Tensor`` written with layerkit ops."""
+
+    def __call__(self, x):
+        raise NotImplementedError
+
+    def get_config(self) -> dict:
+        return {}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Regularizer:
+        return cls(**config)
+
+
+class L1L2(Regularizer):
+    """``l1 * sum(|x|) + l2 * sum(x**2)``."""
+
+    def __init__(self, l1: float = 0.0, l2: float = 0.0) -> None:
+        self.l1, self.l2 = float(l1), float(l2)
+
+    def __call__(self, x):
+        total = None
+        if self.l1:
+            total = ops.multiply(self.l1, ops.reduce_sum(ops.abs(x)))
+        if self.l2:
+            term = ops.multiply(self.l2, ops.reduce_sum(ops.square(x)))
+            total = term if total is None else ops.add(total, term)
+        return total if total is not None else ops.multiply(0.0, ops.reduce_sum(x))
+
+    def get_config(self) -> dict:
+        return {"l1": self.l1, "l2": self.l2}
+
+
+class L1(L1L2):
+    """``l1 * sum(|x|)`` (Keras default ``l1=0.01``)."""
+
+    def __init__(self, l1: float = 0.01) -> None:
+        super().__init__(l1=l1)
+
+    def get_config(self) -> dict:
+        return {"l1": self.l1}
+
+
+class L2(L1L2):
+    """``l2 * sum(x**2)`` (Keras default ``l2=0.01``)."""
+
+    def __init__(self, l2: float = 0.01) -> None:
+        super().__init__(l2=l2)
+
+    def get_config(self) -> dict:
+        return {"l2": self.l2}
+
+
+l1, l2, l1_l2 = L1, L2, L1L2
+_BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
+
+
+def get(identifier):
+    """A regularizer from a name, a config dict, an instance or a callable (None passes)."""
+    if identifier is None or isinstance(identifier, Regularizer):
+        return identifier
+    if isinstance(identifier, str):
+        if identifier not in _BY_NAME:
+            raise ValueError(f"unknown regularizer {identifier!r}; known: 'l1', 'l2', 'l1_l2'")
+        return _BY_NAME[identifier]()
+    if isinstance(identifier, dict):
+        cls = _BY_NAME.get(identifier.get("class_name"))
+        if cls is None:
+            raise ValueError(f"unknown regularizer config {identifier!r}")
+        return cls.from_config(identifier.get("config", {}))
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"cannot interpret {identifier!r} as a regularizer")
+
+
+def serialize(regularizer):
+    """A JSON-able description that :func:`get` turns back into the regularizer."""
+    if regularizer is None or isinstance(regularizer, str):
+        return regularizer
+    if isinstance(regularizer, Regularizer):
+        return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
+    raise ValueError(f"cannot serialize the custom regularizer {regularizer!r}")
