@@ -33,14 +33,14 @@ def to_array(value, dtype=None) -> np.ndarray:
             a = np.asarray(a)
     elif isinstance(value, np.ndarray):
         a = value
-    elif isinstance(value, (bool, np.bool_)):
+    elif isinstance(value, np.generic):  # before float: np.float64 subclasses float
+        a = np.asarray(value)
+    elif isinstance(value, bool):
         a = np.asarray(value, dtype=bool)
     elif isinstance(value, int):
         a = np.asarray(value, dtype=np.int64)
     elif isinstance(value, float):
         a = np.asarray(value, dtype=FLOATX)
-    elif isinstance(value, np.generic):
-        a = np.asarray(value)
     else:
         a = _from_nested(value)
     if dtype is not None:
