@@ -3,9 +3,15 @@
     >>> import layerkit as lk
     >>> lk.matmul([[2.0]], [[2.0]])
     Tensor([[4.]], shape=(1, 1), dtype=float32)
+
+Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn``,
+``lk.random``, autodiff (``GradientTape``, ``gradients_function``, ...), layers and models.
 """
 from layerkit._core.convert import constant, convert_to_tensor
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.ops import *  # noqa: F403
 from layerkit.autodiff import *  # noqa: F403
+from layerkit import initializers, layers, nn, random, regularizers  # noqa: E402
+
+__version__ = "0.1.0"
