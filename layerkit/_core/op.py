@@ -76,10 +76,22 @@ def apply(op: Op, *args, **attrs):
         return _apply_recording(op, args, attrs)
     out = op.forward(*_values(args), **attrs)
     if op.num_outputs == 1:
+        if type(out) is np.ndarray and out.base is not None:
+            out = _unalias(out, args)
         t = _new(Tensor)
         t._v = out
         return t
-    return tuple(wrap(o) for o in out)
+    return tuple(wrap(_unalias(o, args)) for o in out)
+
+
+def _unalias(out, args):
+    """Copy a view of a Variable's buffer: optimizers update variables in place, and a
+    Tensor must never change after it was made (``W[0]``, ``reshape(W)`` are views)."""
+    if type(out) is np.ndarray and out.base is not None:
+        for a in args:
+            if isinstance(a, Variable) and np.shares_memory(out, a._v):
+                return out.copy()
+    return out
 
 
 def _apply_recording(op: Op, args: tuple, attrs: dict):
@@ -104,11 +116,13 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
             break
     out = op.forward(*vals, **attrs)
     if op.num_outputs == 1:
+        if type(out) is np.ndarray and out.base is not None:
+            out = _unalias(out, args)
         result = _new(Tensor)
         result._v = out
         outs = (result,)
     else:
-        result = tuple(wrap(o) for o in out)
+        result = tuple(wrap(_unalias(o, args)) for o in out)
         outs = result
     for r in recs:
         r.record(op, ins, outs, attrs)

@@ -1,0 +1,417 @@
+"""Training-step benchmarks: layerkit eager vs a hand-written NumPy step (the floor) vs
+PyTorch (when installed), all in one run.
+
+Run: python benchmarks/bench_training.py [--quick]
+
+Cases (issue 3):
+- MLP: batch 128, 784-512-256-10, Adam; one train step (forward, loss, backward, update).
+- CNN: batch 64, 28x28x1: Conv2D 32 3x3 same, ReLU, MaxPool 2, Conv2D 64 3x3 same, ReLU,
+  MaxPool 2, Flatten, Dense 128, ReLU, Dense 10; SGD with momentum.
+- LSTM: seq 50, batch 32, input 64, hidden 128; forward + backward (gradients of all
+  weights, no update).
+- digits MLP: 64-64-10, Adam, batch 32, 30 epochs over 1,440 scikit-learn digits through
+  ``fit(verbose=0)``, against a NumPy loop and a PyTorch loop doing the same epochs.
+
+Step times are medians of interleaved repeats; the fit case is the median of 3 runs.
+OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for this process (see _common.py).
+"""
+from __future__ import annotations
+
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _common import clean_blas_env, table, timeit_interleaved, try_import_torch  # noqa: E402
+
+clean_blas_env()
+
+import numpy as np  # noqa: E402
+
+import layerkit as lk  # noqa: E402
+import layerkit.random  # noqa: E402, F401
+from layerkit import layers, losses, optimizers  # noqa: E402
+from layerkit.models import Input, Sequential  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+REPEAT = 5 if QUICK else 15
+torch = try_import_torch()
+RNG = np.random.default_rng(0)
+SCCE = losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def ms(s: float) -> str:
+    return f"{s * 1e3:.2f}"
+
+
+def glorot(fan_in: int, fan_out: int, shape=None) -> np.ndarray:
+    lim = np.sqrt(6.0 / (fan_in + fan_out))
+    return RNG.uniform(-lim, lim, shape or (fan_in, fan_out)).astype(np.float32)
+
+
+# ---- NumPy building blocks ------------------------------------------------------------------
+class NumpyAdam:
+    """Keras's Adam rule with in-place NumPy updates."""
+
+    def __init__(self, params, lr=1e-3, b1=0.9, b2=0.999, eps=1e-7):
+        self.params, self.lr, self.b1, self.b2, self.eps = params, lr, b1, b2, eps
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, grads):
+        self.t += 1
+        alpha = self.lr * np.sqrt(1 - self.b2 ** self.t) / (1 - self.b1 ** self.t)
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m += (g - m) * (1 - self.b1)
+            v += (g * g - v) * (1 - self.b2)
+            p -= alpha * m / (np.sqrt(v) + self.eps)
+
+
+class NumpySGD:
+    def __init__(self, params, lr=0.01, momentum=0.9):
+        self.params, self.lr, self.mom = params, lr, momentum
+        self.m = [np.zeros_like(p) for p in params]
+
+    def step(self, grads):
+        for p, g, m in zip(self.params, grads, self.m):
+            m *= self.mom
+            m -= self.lr * g
+            p += m
+
+
+def softmax_ce_grad(logits: np.ndarray, y: np.ndarray):
+    s = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(s)
+    p = e / e.sum(axis=1, keepdims=True)
+    n = len(y)
+    loss = -np.log(p[np.arange(n), y]).mean()
+    p[np.arange(n), y] -= 1.0
+    p /= n
+    return loss, p
+
+
+def mlp_numpy(sizes, x, y, opt_cls, **opt_kw):
+    params = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        params += [glorot(a, b), np.zeros(b, np.float32)]
+    opt = opt_cls(params, **opt_kw)
+
+    def step(xb=x, yb=y):
+        acts, pre = [xb], []
+        h = xb
+        for i in range(0, len(params), 2):
+            z = h @ params[i] + params[i + 1]
+            if i + 2 < len(params):
+                pre.append(z)
+                h = np.maximum(z, 0)
+                acts.append(h)
+            else:
+                h = z
+        loss, d = softmax_ce_grad(h, yb)
+        grads = [None] * len(params)
+        for i in range(len(params) - 2, -1, -2):
+            grads[i] = acts[i // 2].T @ d
+            grads[i + 1] = d.sum(axis=0)
+            if i:
+                d = d @ params[i].T
+                d *= pre[i // 2 - 1] > 0
+        opt.step(grads)
+        return loss
+
+    return step
+
+
+# ---- case 1: MLP ----------------------------------------------------------------------------
+def case_mlp(rows):
+    x = RNG.standard_normal((128, 784)).astype(np.float32)
+    y = RNG.integers(0, 10, 128)
+    model = Sequential([Input(shape=(784,)), layers.Dense(512, activation="relu"),
+                        layers.Dense(256, activation="relu"), layers.Dense(10)])
+    model.compile(optimizer=optimizers.Adam(1e-3), loss=SCCE)
+    batch = (lk.constant(x), lk.constant(y))
+    fns = {"layerkit": lambda: model.train_step(batch),
+           "numpy": mlp_numpy([784, 512, 256, 10], x, y, NumpyAdam)}
+    if torch is not None:
+        net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                  torch.nn.Linear(512, 256), torch.nn.ReLU(),
+                                  torch.nn.Linear(256, 10))
+        topt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+
+        def torch_step():
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(net(tx), ty).backward()
+            topt.step()
+        fns["torch"] = torch_step
+    t = timeit_interleaved(fns, number=10, repeat=REPEAT)
+    rows.append(_row("MLP step (128, 784-512-256-10, Adam)", t, "<= 1.5x numpy (1.6 ms)",
+                     t["layerkit"] <= 1.5 * t["numpy"]))
+
+
+# ---- case 2: CNN ----------------------------------------------------------------------------
+def _im2col(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int) -> np.ndarray:
+    n, _, _, c = xp.shape
+    cols = np.empty((n, oh, ow, kh, kw, c), xp.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, :, i, j, :] = xp[:, i:i + oh, j:j + ow, :]
+    return cols.reshape(n * oh * ow, kh * kw * c)
+
+
+def _col2im(dcols: np.ndarray, shape, kh: int, kw: int) -> np.ndarray:
+    n, h, w, c = shape
+    d = dcols.reshape(n, h, w, kh, kw, c)
+    dxp = np.zeros((n, h + kh - 1, w + kw - 1, c), dcols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dxp[:, i:i + h, j:j + w, :] += d[:, :, :, i, j, :]
+    return dxp[:, 1:1 + h, 1:1 + w, :]
+
+
+def cnn_numpy(x, y):
+    params = [glorot(9, 9 * 32, (3, 3, 1, 32)), np.zeros(32, np.float32),
+              glorot(9 * 32, 9 * 64, (3, 3, 32, 64)), np.zeros(64, np.float32),
+              glorot(3136, 128), np.zeros(128, np.float32),
+              glorot(128, 10), np.zeros(10, np.float32)]
+    opt = NumpySGD(params, lr=0.01, momentum=0.9)
+
+    def conv_fwd(h, w, b):
+        n, hh, ww, c = h.shape
+        hp = np.pad(h, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        cols = _im2col(hp, 3, 3, hh, ww)
+        out = cols @ w.reshape(-1, w.shape[-1]) + b
+        return out.reshape(n, hh, ww, -1), cols
+
+    def pool_fwd(h):
+        n, hh, ww, c = h.shape
+        r = h.reshape(n, hh // 2, 2, ww // 2, 2, c)
+        out = r.max(axis=(2, 4))
+        mask = r == out[:, :, None, :, None, :]
+        return out, mask
+
+    def pool_bwd(d, mask):
+        return (mask * d[:, :, None, :, None, :]).reshape(
+            mask.shape[0], mask.shape[1] * 2, mask.shape[3] * 2, mask.shape[5])
+
+    def step():
+        w1, b1, w2, b2, w3, b3, w4, b4 = params
+        z1, cols1 = conv_fwd(x, w1, b1)
+        a1 = np.maximum(z1, 0)
+        p1, m1 = pool_fwd(a1)
+        z2, cols2 = conv_fwd(p1, w2, b2)
+        a2 = np.maximum(z2, 0)
+        p2, m2 = pool_fwd(a2)
+        f = p2.reshape(len(x), -1)
+        z3 = f @ w3 + b3
+        a3 = np.maximum(z3, 0)
+        logits = a3 @ w4 + b4
+        loss, d = softmax_ce_grad(logits, y)
+        g4, gb4 = a3.T @ d, d.sum(0)
+        d = (d @ w4.T) * (z3 > 0)
+        g3, gb3 = f.T @ d, d.sum(0)
+        d = (d @ w3.T).reshape(p2.shape)
+        d = pool_bwd(d, m2) * (z2 > 0)
+        dflat = d.reshape(-1, 64)
+        g2, gb2 = (cols2.T @ dflat).reshape(w2.shape), dflat.sum(0)
+        d = _col2im(dflat @ w2.reshape(-1, 64).T, p1.shape, 3, 3)
+        d = pool_bwd(d, m1) * (z1 > 0)
+        dflat = d.reshape(-1, 32)
+        g1, gb1 = (cols1.T @ dflat).reshape(w1.shape), dflat.sum(0)
+        opt.step([g1, gb1, g2, gb2, g3, gb3, g4, gb4])
+        return loss
+
+    return step
+
+
+def case_cnn(rows):
+    x = RNG.random((64, 28, 28, 1)).astype(np.float32)
+    y = RNG.integers(0, 10, 64)
+    model = Sequential([
+        Input(shape=(28, 28, 1)),
+        layers.Conv2D(32, 3, padding="same", activation="relu"), layers.MaxPooling2D(2),
+        layers.Conv2D(64, 3, padding="same", activation="relu"), layers.MaxPooling2D(2),
+        layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10)])
+    model.compile(optimizer=optimizers.SGD(0.01, momentum=0.9), loss=SCCE)
+    batch = (lk.constant(x), lk.constant(y))
+    fns = {"layerkit": lambda: model.train_step(batch), "numpy": cnn_numpy(x, y)}
+    if torch is not None:
+        nn = torch.nn
+        net = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+        topt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        tx = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+        ty = torch.from_numpy(y)
+
+        def torch_step():
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(net(tx), ty).backward()
+            topt.step()
+        fns["torch"] = torch_step
+    t = timeit_interleaved(fns, number=3, repeat=REPEAT)
+    ref = t.get("torch", 14.7e-3)
+    rows.append(_row("CNN step (64, 28x28x1, SGD momentum)", t,
+                     "<= torch" + ("" if "torch" in t else " (14.7 ms)"), t["layerkit"] <= ref))
+
+
+# ---- case 3: LSTM ---------------------------------------------------------------------------
+def _sig(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def lstm_numpy(x, w_out):
+    t_len, (b, d), hdim = x.shape[1], (x.shape[0], x.shape[2]), 128
+    wx = glorot(d, 4 * hdim)
+    wh = glorot(hdim, 4 * hdim)
+    bias = np.zeros(4 * hdim, np.float32)
+    xs = np.ascontiguousarray(x.transpose(1, 0, 2))  # (T, B, D)
+
+    def step():
+        xproj = (xs.reshape(-1, d) @ wx + bias).reshape(t_len, b, 4 * hdim)
+        h = np.zeros((b, hdim), np.float32)
+        c = np.zeros((b, hdim), np.float32)
+        cache = []
+        for t in range(t_len):
+            z = xproj[t] + h @ wh
+            i, f = _sig(z[:, :hdim]), _sig(z[:, hdim:2 * hdim])
+            g, o = np.tanh(z[:, 2 * hdim:3 * hdim]), _sig(z[:, 3 * hdim:])
+            c_prev, h_prev = c, h
+            c = f * c + i * g
+            tc = np.tanh(c)
+            h = o * tc
+            cache.append((i, f, g, o, c_prev, tc, h_prev))
+        dzs = np.empty((t_len, b, 4 * hdim), np.float32)
+        dwh = np.zeros_like(wh)
+        dh_next = np.zeros((b, hdim), np.float32)
+        dc_next = np.zeros((b, hdim), np.float32)
+        for t in range(t_len - 1, -1, -1):
+            i, f, g, o, c_prev, tc, h_prev = cache[t]
+            dh = w_out[t] + dh_next  # d(sum(h * w_out)) / dh
+            dc = dh * o * (1 - tc * tc) + dc_next
+            dz = dzs[t]
+            dz[:, :hdim] = dc * g * i * (1 - i)
+            dz[:, hdim:2 * hdim] = dc * c_prev * f * (1 - f)
+            dz[:, 2 * hdim:3 * hdim] = dc * i * (1 - g * g)
+            dz[:, 3 * hdim:] = dh * tc * o * (1 - o)
+            dc_next = dc * f
+            dwh += h_prev.T @ dz
+            dh_next = dz @ wh.T
+        flat = dzs.reshape(-1, 4 * hdim)
+        return xs.reshape(-1, d).T @ flat, dwh, flat.sum(0)
+
+    return step
+
+
+def case_lstm(rows):
+    x = RNG.standard_normal((32, 50, 64)).astype(np.float32)
+    w_out = RNG.standard_normal((32, 50, 128)).astype(np.float32)
+    layer = layers.LSTM(128, return_sequences=True)
+    xt, wt = lk.constant(x), lk.constant(w_out)
+    layer(xt)
+
+    def lk_step():
+        with lk.GradientTape() as tape:
+            loss = lk.reduce_sum(layer(xt) * wt)
+        return tape.gradient(loss, layer.trainable_variables)
+
+    fns = {"layerkit": lk_step,
+           "numpy": lstm_numpy(x, np.ascontiguousarray(w_out.transpose(1, 0, 2)))}
+    if torch is not None:
+        net = torch.nn.LSTM(64, 128, batch_first=True)
+        tx, tw = torch.from_numpy(x), torch.from_numpy(w_out)
+
+        def torch_step():
+            net.zero_grad()
+            (net(tx)[0] * tw).sum().backward()
+        fns["torch"] = torch_step
+    t = timeit_interleaved(fns, number=3, repeat=REPEAT)
+    rows.append(_row("LSTM fwd+bwd (seq 50, batch 32, 64->128)", t,
+                     "<= 1.5x numpy (7.2 ms)", t["layerkit"] <= 1.5 * t["numpy"]))
+
+
+# ---- case 4: digits through fit -----------------------------------------------------------
+def case_digits(rows):
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        print("digits case skipped: scikit-learn is not installed")
+        return
+    d = load_digits()
+    x = (d.data / 16.0).astype(np.float32)[:1440]
+    y = d.target.astype(np.int64)[:1440]
+    epochs, bs = (5 if QUICK else 30), 32
+
+    def run_layerkit():
+        lk.random.set_seed(0)
+        model = Sequential([Input(shape=(64,)), layers.Dense(64, activation="relu"),
+                            layers.Dense(10)])
+        model.compile(optimizer=optimizers.Adam(1e-3), loss=SCCE)  # no metrics: as the loops
+        t0 = time.perf_counter()
+        model.fit(x, y, batch_size=bs, epochs=epochs, verbose=0)
+        elapsed = time.perf_counter() - t0
+        accuracy = float(np.mean(model.predict(x, verbose=0).argmax(-1) == y))
+        return elapsed, accuracy
+
+    def run_numpy():
+        rng = np.random.default_rng(0)
+        step = mlp_numpy([64, 64, 10], x, y, NumpyAdam)
+        t0 = time.perf_counter()
+        for _ in range(epochs):
+            order = rng.permutation(len(x))
+            for i in range(0, len(x), bs):
+                idx = order[i:i + bs]
+                step(x[idx], y[idx])
+        return time.perf_counter() - t0, None
+
+    runs = {"layerkit": run_layerkit, "numpy": run_numpy}
+    if torch is not None:
+        def run_torch():
+            torch.manual_seed(0)
+            net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                                      torch.nn.Linear(64, 10))
+            topt = torch.optim.Adam(net.parameters(), lr=1e-3)
+            tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+            t0 = time.perf_counter()
+            for _ in range(epochs):
+                order = torch.randperm(len(x))
+                for i in range(0, len(x), bs):
+                    idx = order[i:i + bs]
+                    topt.zero_grad()
+                    torch.nn.functional.cross_entropy(net(tx[idx]), ty[idx]).backward()
+                    topt.step()
+            return time.perf_counter() - t0, None
+        runs["torch"] = run_torch
+    samples = {k: [] for k in runs}
+    acc = None
+    for _ in range(3):
+        for name, fn in runs.items():
+            dt, a = fn()
+            samples[name].append(dt)
+            acc = a if a is not None else acc
+    t = {k: statistics.median(v) for k, v in samples.items()}
+    rows.append(_row(f"digits fit, {epochs} epochs (64-64-10, Adam, batch 32) [s-> ms]", t,
+                     "<= 2.5x numpy (0.077 s)", t["layerkit"] <= 2.5 * t["numpy"]))
+    print(f"digits: final training accuracy {acc:.3f}")
+
+
+def _row(name, t, target, ok):
+    return [name, ms(t["layerkit"]), ms(t["numpy"]), ms(t["torch"]) if "torch" in t else "-",
+            f"{t['layerkit'] / t['numpy']:.2f}x",
+            f"{t['layerkit'] / t['torch']:.2f}x" if "torch" in t else "-",
+            target, "yes" if ok else "NO"]
+
+
+def main():
+    print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed'}; "
+          f"{'quick' if QUICK else 'full'} run, times in ms (medians)")
+    rows: list = []
+    for case in (case_mlp, case_cnn, case_lstm, case_digits):
+        case(rows)
+    print(table(rows, ["case", "layerkit", "numpy", "torch", "vs numpy", "vs torch",
+                       "target", "met"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,593 @@
+"""Losses with Keras 3 definitions, built from layerkit ops (so they are differentiable).
+
+A loss object maps ``(y_true, y_pred, sample_weight=None)`` to a scalar: ``call``
+gives one value per sample (the mean over the last axis for elementwise losses), the
+sample weights multiply them, and the ``reduction`` combines them:
+``'sum_over_batch_size'`` (default: sum / number of values), ``'sum'``, ``'mean'``
+(same as sum_over_batch_size), ``'mean_with_sample_weight'`` (sum / sum of weights) or
+``'none'``.
+
+``from_logits=True`` uses the numerically stable fused cross-entropies of ``lk.nn``.
+Probabilities are clipped to ``[1e-7, 1 - 1e-7]`` like Keras.
+
+String names: ``'mse'``/``'mean_squared_error'``, ``'mae'``/``'mean_absolute_error'``,
+``'huber'``, ``'binary_crossentropy'``, ``'categorical_crossentropy'``,
+``'sparse_categorical_crossentropy'``, ``'mape'``, ``'msle'``, ``'kld'``, ``'hinge'``,
+``'squared_hinge'``, ``'poisson'``, ``'log_cosh'``.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from layerkit._core.convert import FLOATX, to_array
+from layerkit._core.op import wrap
+from layerkit._core.tensor import Tensor
+from layerkit.ops import array as _array
+from layerkit.ops import elementwise as _ew
+from layerkit.ops import nn as _nn
+from layerkit.ops import reduce as _reduce
+
+__all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError",
+           "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Huber", "LogCosh",
+           "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
+           "KLDivergence", "Hinge", "SquaredHinge", "Poisson",
+           "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
+           "mean_squared_logarithmic_error", "huber", "log_cosh", "binary_crossentropy",
+           "categorical_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
+           "hinge", "squared_hinge", "poisson", "get", "serialize", "deserialize"]
+
+EPSILON = 1e-7
+_REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none")
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def _tensor(x) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    a = to_array(x)
+    if a.dtype == np.float64 and not isinstance(x, np.ndarray):
+        a = a.astype(FLOATX)
+    return wrap(a)
+
+
+def _float_pair(y_true, y_pred):
+    """y_pred as a float Tensor and y_true cast to its dtype."""
+    y_pred = _tensor(y_pred)
+    if y_pred.dtype.kind != "f":
+        y_pred = _ew.cast(y_pred, FLOATX)
+    y_true = _tensor(y_true)
+    if y_true.dtype != y_pred.dtype:
+        y_true = _ew.cast(y_true, y_pred.dtype)
+    return y_true, y_pred
+
+
+def _same_rank(x1: Tensor, x2: Tensor):
+    """Keras's squeeze_or_expand_to_same_rank on Tensors (a trailing size-1 axis)."""
+    r1, r2 = x1.ndim, x2.ndim
+    if r1 == r2 + 1 and x1.shape[-1] == 1:
+        if r2 == 1:
+            x2 = _array.expand_dims(x2, -1)
+        else:
+            x1 = _array.squeeze(x1, -1)
+    elif r2 == r1 + 1 and x2.shape[-1] == 1:
+        if r1 == 1:
+            x1 = _array.expand_dims(x1, -1)
+        else:
+            x2 = _array.squeeze(x2, -1)
+    return x1, x2
+
+
+def _matched(name: str, y_true, y_pred):
+    """Float pair with equal shapes, or a ValueError naming the loss and both shapes."""
+    y_true, y_pred = _float_pair(y_true, y_pred)
+    if y_true.shape != y_pred.shape:
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        if y_true.shape != y_pred.shape:
+            raise ValueError(
+                f"{name}: y_true and y_pred must have the same shape; received "
+                f"y_true.shape={tuple(y_true.shape)}, y_pred.shape={tuple(y_pred.shape)}"
+            )
+    return y_true, y_pred
+
+
+def _mean_last(x: Tensor) -> Tensor:
+    return _reduce.reduce_mean(x, axis=-1) if x.ndim else x
+
+
+def _clip_probs(p: Tensor) -> Tensor:
+    return _ew.clip_by_value(p, EPSILON, 1.0 - EPSILON)
+
+
+# ---- loss functions: per-sample values -----------------------------------------------------
+def mean_squared_error(y_true, y_pred) -> Tensor:
+    """``mean(square(y_true - y_pred), axis=-1)``."""
+    y_true, y_pred = _matched("mean_squared_error", y_true, y_pred)
+    return _mean_last(_ew.square(_ew.subtract(y_pred, y_true)))
+
+
+def mean_absolute_error(y_true, y_pred) -> Tensor:
+    """``mean(abs(y_true - y_pred), axis=-1)``."""
+    y_true, y_pred = _matched("mean_absolute_error", y_true, y_pred)
+    return _mean_last(_ew.abs(_ew.subtract(y_pred, y_true)))
+
+
+def mean_absolute_percentage_error(y_true, y_pred) -> Tensor:
+    """``100 * mean(abs((y_true - y_pred) / max(abs(y_true), epsilon)), axis=-1)``."""
+    y_true, y_pred = _matched("mean_absolute_percentage_error", y_true, y_pred)
+    denom = _ew.maximum(_ew.abs(y_true), EPSILON)
+    return _ew.multiply(100.0, _mean_last(_ew.abs(_ew.divide(_ew.subtract(y_true, y_pred),
+                                                             denom))))
+
+
+def mean_squared_logarithmic_error(y_true, y_pred) -> Tensor:
+    """``mean(square(log(max(y_pred, eps) + 1) - log(max(y_true, eps) + 1)), axis=-1)``."""
+    y_true, y_pred = _matched("mean_squared_logarithmic_error", y_true, y_pred)
+    a = _ew.log(_ew.add(_ew.maximum(y_pred, EPSILON), 1.0))
+    b = _ew.log(_ew.add(_ew.maximum(y_true, EPSILON), 1.0))
+    return _mean_last(_ew.square(_ew.subtract(a, b)))
+
+
+def huber(y_true, y_pred, delta: float = 1.0) -> Tensor:
+    """Quadratic for ``|error| <= delta``, linear beyond; averaged over the last axis."""
+    y_true, y_pred = _matched("huber", y_true, y_pred)
+    abs_err = _ew.abs(_ew.subtract(y_pred, y_true))
+    # 0.5*q**2 + delta*(|e| - q) with q = min(|e|, delta) equals Keras's where() form.
+    q = _ew.minimum(abs_err, float(delta))
+    per = _ew.add(_ew.multiply(0.5, _ew.square(q)),
+                  _ew.multiply(float(delta), _ew.subtract(abs_err, q)))
+    return _mean_last(per)
+
+
+def log_cosh(y_true, y_pred) -> Tensor:
+    """``mean(log(cosh(y_pred - y_true)), axis=-1)`` in the overflow-free form."""
+    y_true, y_pred = _matched("log_cosh", y_true, y_pred)
+    x = _ew.subtract(y_pred, y_true)
+    # log(cosh(x)) = x + softplus(-2x) - log(2)
+    val = _ew.subtract(_ew.add(x, _nn.softplus(_ew.multiply(-2.0, x))), math.log(2.0))
+    return _mean_last(val)
+
+
+def binary_crossentropy(y_true, y_pred, from_logits: bool = False,
+                        label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
+    """Elementwise binary cross-entropy averaged over ``axis``.
+
+    Args:
+        y_true: labels in [0, 1].
+        y_pred: probabilities, or logits with ``from_logits=True``.
+        from_logits: use the stable ``sigmoid_cross_entropy_with_logits``.
+        label_smoothing: squeeze labels towards 0.5: ``y * (1 - s) + 0.5 * s``.
+    """
+    y_true, y_pred = _matched("binary_crossentropy", y_true, y_pred)
+    if label_smoothing:
+        y_true = _ew.add(_ew.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    if from_logits:
+        per = _nn.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+    else:
+        p = _clip_probs(y_pred)
+        per = _ew.negative(_ew.add(_ew.multiply(y_true, _ew.log(p)),
+                                   _ew.multiply(_ew.subtract(1.0, y_true),
+                                                _ew.log(_ew.subtract(1.0, p)))))
+    return _reduce.reduce_mean(per, axis=axis) if per.ndim else per
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
+                             label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
+    """Cross-entropy between one-hot (or soft) labels and predictions along ``axis``.
+
+    Probabilities are renormalised to sum to 1 and clipped; logits use the stable fused
+    ``softmax_cross_entropy_with_logits``.
+    """
+    y_true, y_pred = _float_pair(y_true, y_pred)
+    if y_true.shape != y_pred.shape:
+        raise ValueError(
+            f"categorical_crossentropy: y_true and y_pred must have the same shape (one-hot "
+            f"labels); received y_true.shape={tuple(y_true.shape)}, "
+            f"y_pred.shape={tuple(y_pred.shape)}. For integer labels use "
+            f"sparse_categorical_crossentropy"
+        )
+    if y_pred.ndim == 0:
+        raise ValueError("categorical_crossentropy: y_pred must have at least one axis, "
+                         "received a scalar")
+    if label_smoothing:
+        k = y_pred.shape[axis]
+        y_true = _ew.add(_ew.multiply(y_true, 1.0 - label_smoothing), label_smoothing / k)
+    if from_logits:
+        return _nn.softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred, axis=axis)
+    p = _ew.divide(y_pred, _reduce.reduce_sum(y_pred, axis=axis, keepdims=True))
+    p = _clip_probs(p)
+    return _ew.negative(_reduce.reduce_sum(_ew.multiply(y_true, _ew.log(p)), axis=axis))
+
+
+def _check_sparse(name: str, labels: np.ndarray, num_classes: int, ignore_class) -> None:
+    if labels.size == 0:
+        return
+    if labels.dtype.kind == "f" and not np.all(labels == np.floor(labels)):
+        raise ValueError(f"{name}: labels must be integer class indices; received "
+                         f"non-integer values such as {labels[labels != np.floor(labels)][0]}")
+    check = labels if ignore_class is None else labels[labels != ignore_class]
+    if check.size and (check.min() < 0 or check.max() >= num_classes):
+        bad = check[(check < 0) | (check >= num_classes)][0]
+        raise ValueError(
+            f"{name}: label {bad.item()} is out of range; expected class indices in "
+            f"[0, {num_classes}) for predictions with {num_classes} classes"
+        )
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
+                                    ignore_class: int | None = None, axis: int = -1) -> Tensor:
+    """Cross-entropy between integer labels and predictions over classes (last axis).
+
+    Args:
+        y_true: integer class indices of shape ``y_pred.shape[:-1]`` (a trailing axis
+            of size 1 is accepted).
+        y_pred: probabilities, or logits with ``from_logits=True``.
+        ignore_class: a label value whose samples get loss 0.
+
+    Raises:
+        ValueError: label shape mismatch, or a label outside ``[0, num_classes)``.
+    """
+    name = "sparse_categorical_crossentropy"
+    if axis != -1 and axis != np.ndim(y_pred) - 1:
+        raise ValueError(f"{name}: only axis=-1 is supported, received axis={axis}")
+    y_pred = _tensor(y_pred)
+    if y_pred.dtype.kind != "f":
+        y_pred = _ew.cast(y_pred, FLOATX)
+    labels = y_true._v if isinstance(y_true, Tensor) else y_true
+    if type(labels) is not np.ndarray:
+        labels = np.asarray(labels)
+    if y_pred.ndim == 0:
+        raise ValueError(f"{name}: y_pred must have a class axis, received a scalar")
+    if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
+        labels = labels[..., 0]
+    if labels.shape != y_pred.shape[:-1]:
+        raise ValueError(
+            f"{name}: labels of shape {labels.shape} do not match predictions of shape "
+            f"{tuple(y_pred.shape)}; expected labels of shape {tuple(y_pred.shape[:-1])} "
+            f"(one integer class index per sample). For one-hot labels use "
+            f"categorical_crossentropy"
+        )
+    k = y_pred.shape[-1]
+    if labels.dtype.kind not in "iu" or ignore_class is not None or not from_logits:
+        # (the fused logits op checks integer labels' range itself)
+        _check_sparse(name, labels, k, ignore_class)
+    mask = None
+    if ignore_class is not None:
+        mask = labels != ignore_class
+        labels = np.where(mask, labels, 0)
+    if labels.dtype.kind not in "iu":
+        labels = labels.astype(np.int64)
+    if from_logits:
+        try:
+            per = _nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
+    else:
+        p = _ew.divide(y_pred, _reduce.reduce_sum(y_pred, axis=-1, keepdims=True))
+        p = _clip_probs(p)
+        onehot = np.zeros(y_pred.shape, dtype=y_pred.dtype)
+        np.put_along_axis(onehot, labels[..., None].astype(np.intp), 1, axis=-1)
+        per = _ew.negative(_reduce.reduce_sum(_ew.multiply(wrap(onehot), _ew.log(p)), axis=-1))
+    if mask is not None:
+        per = _ew.multiply(per, wrap(mask.astype(per.dtype)))
+    return per
+
+
+def kl_divergence(y_true, y_pred) -> Tensor:
+    """``sum(y_true * log(y_true / y_pred), axis=-1)`` with both clipped to ``[eps, 1]``."""
+    y_true, y_pred = _matched("kl_divergence", y_true, y_pred)
+    t = _ew.clip_by_value(y_true, EPSILON, 1.0)
+    p = _ew.clip_by_value(y_pred, EPSILON, 1.0)
+    return _reduce.reduce_sum(_ew.multiply(t, _ew.log(_ew.divide(t, p))), axis=-1)
+
+
+def _signed(y_true: Tensor) -> Tensor:
+    # Keras converts {0, 1} labels to {-1, 1} for hinge losses.
+    yt = y_true._v
+    if np.all((yt == 0) | (yt == 1)):
+        return _ew.subtract(_ew.multiply(2.0, y_true), 1.0)
+    return y_true
+
+
+def hinge(y_true, y_pred) -> Tensor:
+    """``mean(max(1 - y_true * y_pred, 0), axis=-1)`` (labels -1/1; 0/1 are converted)."""
+    y_true, y_pred = _matched("hinge", y_true, y_pred)
+    return _mean_last(_ew.maximum(_ew.subtract(1.0, _ew.multiply(_signed(y_true), y_pred)), 0.0))
+
+
+def squared_hinge(y_true, y_pred) -> Tensor:
+    """``mean(square(max(1 - y_true * y_pred, 0)), axis=-1)``."""
+    y_true, y_pred = _matched("squared_hinge", y_true, y_pred)
+    h = _ew.maximum(_ew.subtract(1.0, _ew.multiply(_signed(y_true), y_pred)), 0.0)
+    return _mean_last(_ew.square(h))
+
+
+def poisson(y_true, y_pred) -> Tensor:
+    """``mean(y_pred - y_true * log(y_pred + eps), axis=-1)``."""
+    y_true, y_pred = _matched("poisson", y_true, y_pred)
+    return _mean_last(_ew.subtract(y_pred, _ew.multiply(y_true, _ew.log(_ew.add(y_pred,
+                                                                                  EPSILON)))))
+
+
+# ---- reduction ---------------------------------------------------------------------------------
+def _standardize_reduction(reduction) -> str:
+    if reduction is None:
+        return "none"
+    if reduction == "auto":
+        return "sum_over_batch_size"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"invalid loss reduction {reduction!r}; expected one of "
+                         f"{list(_REDUCTIONS)} or None")
+    return reduction
+
+
+def reduce_weighted_values(values: Tensor, sample_weight=None,
+                           reduction: str = "sum_over_batch_size") -> Tensor:
+    """Weight per-sample ``values`` and reduce them (Keras's rule).
+
+    ``sample_weight`` is brought to the rank of ``values`` (a trailing size-1 axis is
+    squeezed or added) and broadcast; ``'sum_over_batch_size'`` divides the weighted
+    sum by the number of values (not by the sum of weights).
+    """
+    if sample_weight is not None:
+        sw = _tensor(sample_weight)
+        if sw.dtype != values.dtype:
+            sw = _ew.cast(sw, values.dtype)
+        values, sw = _same_rank(values, sw)
+        try:
+            np.broadcast_shapes(tuple(values.shape), tuple(sw.shape))
+        except ValueError:
+            raise ValueError(
+                f"sample_weight of shape {tuple(sw.shape)} cannot be broadcast to the "
+                f"per-sample losses of shape {tuple(values.shape)}"
+            ) from None
+        values = _ew.multiply(values, sw)
+    else:
+        sw = None
+    if reduction == "none" or values.ndim == 0 or values.shape == (0,):
+        return values
+    total = _reduce.reduce_sum(values)
+    if reduction == "sum":
+        return total
+    if reduction == "mean_with_sample_weight" and sw is not None:
+        denom = float(np.sum(np.broadcast_to(sw._v, values.shape), dtype=np.float64))
+    else:
+        denom = float(values.size)
+    if denom == 0:
+        return _ew.multiply(total, 0.0)
+    return _ew.divide(total, denom)
+
+
+# ---- loss classes ---------------------------------------------------------------------------
+def _snake(name: str) -> str:
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+
+
+class Loss:
+    """Base class: override ``call(y_true, y_pred)`` returning per-sample losses.
+
+    Args:
+        name: a name (default: the class name in snake case).
+        reduction: ``'sum_over_batch_size'`` (default), ``'sum'``, ``'mean'``,
+            ``'mean_with_sample_weight'``, ``'none'`` or None.
+        dtype: unused (the loss is computed in the predictions' float dtype).
+    """
+
+    def __init__(self, name: str | None = None, reduction="sum_over_batch_size",
+                 dtype=None) -> None:
+        self.name = name or _snake(type(self).__name__)
+        self.reduction = _standardize_reduction(reduction)
+        self.dtype = dtype
+
+    def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
+        """The reduced loss of a batch (a scalar Tensor unless ``reduction='none'``)."""
+        values = self.call(y_true, y_pred)
+        if sample_weight is None and self.reduction in ("sum_over_batch_size", "mean") \
+                and values.ndim:
+            return _reduce.reduce_mean(values)  # sum / size, in one op
+        return reduce_weighted_values(values, sample_weight, self.reduction)
+
+    def call(self, y_true, y_pred) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "reduction": self.reduction}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r}>"
+
+
+class LossFunctionWrapper(Loss):
+    """A Loss from a function ``fn(y_true, y_pred, **kwargs)`` returning per-sample values."""
+
+    def __init__(self, fn, reduction="sum_over_batch_size", name: str | None = None,
+                 dtype=None, **kwargs) -> None:
+        super().__init__(name=name or getattr(fn, "__name__", None), reduction=reduction,
+                         dtype=dtype)
+        self.fn = fn
+        self._fn_kwargs = kwargs
+
+    def call(self, y_true, y_pred) -> Tensor:
+        return self.fn(y_true, y_pred, **self._fn_kwargs)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), **self._fn_kwargs}
+
+
+def _wrapper_class(cls_name: str, fn, default_name: str, doc: str, params: tuple = ()):
+    """Define a LossFunctionWrapper subclass whose __init__ takes ``params`` (name, default)."""
+
+    def __init__(self, *args, reduction="sum_over_batch_size", name=default_name, dtype=None,
+                 **kwargs):
+        names = [p for p, _ in params]
+        if len(args) > len(names):
+            raise TypeError(f"{cls_name}() takes at most {len(names)} positional arguments")
+        values = dict(params)
+        values.update(zip(names, args))
+        for k in list(kwargs):
+            if k not in values:
+                raise TypeError(f"{cls_name}() got an unexpected keyword argument {k!r}")
+            values[k] = kwargs.pop(k)
+        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name, dtype=dtype,
+                                     **values)
+        for k, v in values.items():
+            setattr(self, k, v)
+
+    return type(cls_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc,
+                                                   "__module__": __name__})
+
+
+MeanSquaredError = _wrapper_class(
+    "MeanSquaredError", mean_squared_error, "mean_squared_error",
+    """Mean of squared errors over the last axis, reduced over the batch.
+
+    Example:
+        >>> round(float(MeanSquaredError()([[0., 1.], [0., 0.]], [[1., 1.], [1., 0.]])), 4)
+        0.5
+    """)
+MeanAbsoluteError = _wrapper_class(
+    "MeanAbsoluteError", mean_absolute_error, "mean_absolute_error",
+    "Mean of absolute errors over the last axis, reduced over the batch.")
+MeanAbsolutePercentageError = _wrapper_class(
+    "MeanAbsolutePercentageError", mean_absolute_percentage_error,
+    "mean_absolute_percentage_error", "Mean absolute percentage error.")
+MeanSquaredLogarithmicError = _wrapper_class(
+    "MeanSquaredLogarithmicError", mean_squared_logarithmic_error,
+    "mean_squared_logarithmic_error", "Mean squared logarithmic error.")
+Huber = _wrapper_class(
+    "Huber", huber, "huber_loss",
+    """Huber loss: ``0.5 * e**2`` for ``|e| <= delta``, ``delta * (|e| - 0.5 * delta)`` beyond.
+
+    Args:
+        delta: the switch point (default 1.0).
+    """, params=(("delta", 1.0),))
+LogCosh = _wrapper_class("LogCosh", log_cosh, "log_cosh", "Mean of log(cosh(error)).")
+BinaryCrossentropy = _wrapper_class(
+    "BinaryCrossentropy", binary_crossentropy, "binary_crossentropy",
+    """Binary cross-entropy for labels in {0, 1} (or soft labels).
+
+    Args:
+        from_logits: predictions are logits (stable sigmoid cross-entropy).
+        label_smoothing: labels become ``y * (1 - s) + 0.5 * s``.
+        axis: the axis averaged over (default -1).
+
+    Example:
+        >>> bce = BinaryCrossentropy(from_logits=True)
+        >>> round(float(bce([[0, 1], [0, 0]], [[-18.6, 0.51], [2.94, -12.8]])), 4)
+        0.8655
+    """, params=(("from_logits", False), ("label_smoothing", 0.0), ("axis", -1)))
+CategoricalCrossentropy = _wrapper_class(
+    "CategoricalCrossentropy", categorical_crossentropy, "categorical_crossentropy",
+    """Cross-entropy for one-hot (or soft) labels.
+
+    Args:
+        from_logits: predictions are logits (stable softmax cross-entropy).
+        label_smoothing: labels become ``y * (1 - s) + s / num_classes``.
+        axis: the class axis (default -1).
+
+    Example:
+        >>> round(float(CategoricalCrossentropy()([[0, 1, 0], [0, 0, 1]],
+        ...                                       [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
+        1.1769
+    """, params=(("from_logits", False), ("label_smoothing", 0.0), ("axis", -1)))
+SparseCategoricalCrossentropy = _wrapper_class(
+    "SparseCategoricalCrossentropy", sparse_categorical_crossentropy,
+    "sparse_categorical_crossentropy",
+    """Cross-entropy for integer labels.
+
+    Args:
+        from_logits: predictions are logits (stable fused sparse softmax cross-entropy).
+        ignore_class: a label value whose samples contribute 0.
+        axis: the class axis (only -1).
+
+    Raises:
+        ValueError: label shape mismatch or a label out of range.
+
+    Example:
+        >>> round(float(SparseCategoricalCrossentropy()([1, 2],
+        ...                                             [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
+        1.1769
+    """, params=(("from_logits", False), ("ignore_class", None), ("axis", -1)))
+KLDivergence = _wrapper_class("KLDivergence", kl_divergence, "kl_divergence",
+                              "Kullback-Leibler divergence ``sum(y_true * log(y_true/y_pred))``.")
+Hinge = _wrapper_class("Hinge", hinge, "hinge", "Hinge loss for labels -1/1 (0/1 converted).")
+SquaredHinge = _wrapper_class("SquaredHinge", squared_hinge, "squared_hinge",
+                              "Squared hinge loss for labels -1/1 (0/1 converted).")
+Poisson = _wrapper_class("Poisson", poisson, "poisson", "Poisson loss "
+                         "``y_pred - y_true * log(y_pred)``.")
+
+
+# ---- names -------------------------------------------------------------------------------------
+_FUNCTIONS = {
+    "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
+    "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,
+    "mean_absolute_percentage_error": mean_absolute_percentage_error,
+    "mape": mean_absolute_percentage_error,
+    "mean_squared_logarithmic_error": mean_squared_logarithmic_error,
+    "msle": mean_squared_logarithmic_error,
+    "huber": huber, "huber_loss": huber, "log_cosh": log_cosh, "logcosh": log_cosh,
+    "binary_crossentropy": binary_crossentropy, "categorical_crossentropy":
+    categorical_crossentropy, "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
+    "kl_divergence": kl_divergence, "kld": kl_divergence, "kullback_leibler_divergence":
+    kl_divergence, "hinge": hinge, "squared_hinge": squared_hinge, "poisson": poisson,
+}
+_CLASS_OF = {
+    mean_squared_error: MeanSquaredError, mean_absolute_error: MeanAbsoluteError,
+    mean_absolute_percentage_error: MeanAbsolutePercentageError,
+    mean_squared_logarithmic_error: MeanSquaredLogarithmicError, huber: Huber,
+    log_cosh: LogCosh, binary_crossentropy: BinaryCrossentropy,
+    categorical_crossentropy: CategoricalCrossentropy,
+    sparse_categorical_crossentropy: SparseCategoricalCrossentropy,
+    kl_divergence: KLDivergence, hinge: Hinge, squared_hinge: SquaredHinge, poisson: Poisson,
+}
+_CLASSES = {c.__name__: c for c in _CLASS_OF.values()}
+
+
+def get(identifier) -> Loss | None:
+    """A Loss from a string name, a class, a config dict, a function or an instance.
+
+    A string gives the Loss object (``'mse'`` -> ``MeanSquaredError(name='mse')``); a
+    plain function becomes a :class:`LossFunctionWrapper`. None stays None.
+
+    Raises:
+        ValueError: an unknown name, naming the known ones.
+    """
+    if identifier is None or isinstance(identifier, Loss):
+        return identifier
+    if isinstance(identifier, str):
+        fn = _FUNCTIONS.get(identifier) or _FUNCTIONS.get(identifier.lower())
+        if fn is None:
+            raise ValueError(
+                f"unknown loss {identifier!r}; expected one of {sorted(_FUNCTIONS)}, a Loss "
+                f"instance or a function fn(y_true, y_pred)"
+            )
+        return _CLASS_OF[fn](name=identifier)
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, type) and issubclass(identifier, Loss):
+        return identifier()
+    if callable(identifier):
+        cls = _CLASS_OF.get(identifier)
+        return cls() if cls is not None else LossFunctionWrapper(identifier)
+    raise ValueError(f"could not interpret loss identifier {identifier!r}")
+
+
+def serialize(loss: Loss) -> dict:
+    """``{'class_name': ..., 'config': ...}`` for a loss."""
+    return {"class_name": type(loss).__name__, "config": loss.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> Loss:
+    """Rebuild a loss from :func:`serialize` output."""
+    table = dict(_CLASSES, **(custom_objects or {}))
+    name = config.get("class_name")
+    if name not in table:
+        raise ValueError(f"unknown loss class {name!r}; expected one of {sorted(table)}")
+    return table[name].from_config(dict(config.get("config", {})))

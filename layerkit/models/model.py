@@ -1,0 +1,736 @@
+"""``lk.Model``: a Layer that trains.
+
+Three ways to make one (as in Keras):
+
+- subclass ``lk.Model``, create layers in ``__init__`` and write ``call``;
+- functional: ``lk.Model(inputs, outputs)`` from ``lk.Input`` tensors;
+- ``lk.Sequential([...])`` (see :mod:`layerkit.models.sequential`).
+
+Training is ``compile`` then ``fit``. The loop calls the overridable
+``train_step(data)``; the default one is Keras 3's::
+
+    x, y, sample_weight = unpack_x_y_sample_weight(data)
+    with lk.GradientTape() as tape:
+        y_pred = self(x, training=True)
+        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight)
+    grads = tape.gradient(loss, self.trainable_variables)
+    self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+    return self.compute_metrics(x, y, y_pred, sample_weight)
+
+It is a pure function of (variables, optimizer state, batch). ``lk.function`` (graph
+tracing) does not exist yet, so the step always runs eagerly; ``run_eagerly`` is
+accepted and recorded for when it does. Keras 2 style steps work too:
+``self.compiled_loss(y, y_pred, regularization_losses=self.losses)`` and
+``self.compiled_metrics.update_state(y, y_pred)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from layerkit import callbacks as _callbacks
+from layerkit import metrics as _metrics
+from layerkit import optimizers as _optimizers
+from layerkit._core import context
+from layerkit._core.op import wrap
+from layerkit._core.tensor import Tensor
+from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.autodiff.tape import GradientTape
+from layerkit.layers.layer import Layer
+from layerkit.layers.symbolic import SymbolicTensor
+from layerkit.layers.tracking import unique_name
+from layerkit.models import _compile, _data
+from layerkit.models import functional as _functional
+from layerkit.models import summary as _summary
+from layerkit.models._data import pack_x_y_sample_weight, unpack_x_y_sample_weight
+
+__all__ = ["Model", "unpack_x_y_sample_weight", "pack_x_y_sample_weight"]
+
+
+def _is_functional_call(args: tuple, kwargs: dict) -> bool:
+    if "inputs" in kwargs or "outputs" in kwargs:
+        return True
+    return bool(args) and any(isinstance(t, SymbolicTensor) for t in flatten(args[0])) \
+        if isinstance(args[0], (SymbolicTensor, list, tuple, dict)) else False
+
+
+def _batch_size(x) -> int:
+    if type(x) is Tensor:
+        shape = x._v.shape
+        return int(shape[0]) if shape else 1
+    for leaf in flatten(x):
+        s = np.shape(leaf._v if isinstance(leaf, Tensor) else leaf)
+        if s:
+            return int(s[0])
+    return 1
+
+
+_DEFERRED = object()  # returned by the default train_step when fit reads no batch logs
+
+
+def _floats(logs: dict) -> dict:
+    out = {}
+    for k, v in logs.items():
+        if isinstance(v, dict):
+            out.update(_floats(v))
+        else:
+            out[k] = _compile.to_float(v)
+    return out
+
+
+def _concat(batches: list):
+    first = batches[0]
+    flat = [flatten(b) for b in batches]
+    cols = []
+    for i in range(len(flat[0])):
+        parts = [np.asarray(f[i]._v if isinstance(f[i], Tensor) else f[i]) for f in flat]
+        cols.append(np.concatenate(parts, axis=0) if parts[0].ndim else np.stack(parts))
+    return pack_like(first, cols) if isinstance(first, (list, tuple, dict)) else cols[0]
+
+
+class Model(Layer):
+    """A layer with training and inference loops (``compile``/``fit``/``evaluate``/``predict``).
+
+    Args (functional form): ``inputs``, ``outputs`` (from ``lk.Input``), ``name``.
+    Args (subclass form): ``name``, ``trainable``, ``dtype`` passed to ``super().__init__``.
+
+    Example:
+        >>> import layerkit as lk
+        >>> inputs = lk.Input(shape=(4,))
+        >>> outputs = lk.layers.Dense(2)(inputs)
+        >>> model = lk.Model(inputs, outputs)
+        >>> model.predict(lk.ones((3, 4)), verbose=0).shape
+        (3, 2)
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args or kwargs.keys() & {"inputs", "outputs"}:
+            if not _is_functional_call(args, kwargs):
+                raise TypeError(
+                    f"Model() positional arguments are the functional form Model(inputs, "
+                    f"outputs) with symbolic tensors from lk.Input; received "
+                    f"{[type(a).__name__ for a in args]}"
+                )
+            self._init_functional(*args, **kwargs)
+        else:
+            super().__init__(**kwargs)
+            self.__dict__["_graph"] = None
+        self._init_training_state()
+
+    def _init_functional(self, inputs=None, outputs=None, name: str | None = None,
+                         trainable: bool = True, **kwargs) -> None:
+        if inputs is None or outputs is None:
+            raise ValueError("Model(inputs, outputs): both inputs and outputs are required")
+        if kwargs:
+            raise TypeError(f"Model(inputs, outputs): unexpected keyword arguments "
+                            f"{sorted(kwargs)}")
+        Layer.__init__(self, name=name or unique_name("Functional"), trainable=trainable)
+        graph = _functional.Graph(inputs, outputs, self.name)
+        self.__dict__["_graph"] = graph
+        self._graph_layers = list(graph.layers)  # tracked: weights, checkpoints
+        self.__dict__["built"] = True
+        self.__dict__["_build_shape"] = [t.shape for t in graph.flat_inputs] \
+            if len(graph.flat_inputs) > 1 else graph.flat_inputs[0].shape
+
+    def _init_training_state(self) -> None:
+        d = self.__dict__
+        d.update(optimizer=None, compiled=False, stop_training=False, history=None,
+                 run_eagerly=False, _compile_loss=None, _compile_metrics=None,
+                 _loss_tracker=None, _implicit_build=False, _step_cache=None,
+                 _defer_logs=False)
+
+    # ---- structure -----------------------------------------------------------------------
+    @property
+    def layers(self) -> list:
+        if self._graph is not None:
+            return list(self._graph.layers)
+        return super().layers
+
+    @property
+    def inputs(self):
+        return self._graph.inputs if self._graph is not None else None
+
+    @property
+    def outputs(self):
+        return self._graph.outputs if self._graph is not None else None
+
+    @property
+    def input_names(self) -> list:
+        return list(self._graph.input_names) if self._graph is not None else []
+
+    @property
+    def output_names(self) -> list:
+        if self._graph is not None:
+            return list(self._graph.output_names)
+        return ["output"]
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        """A layer by name or by index in :attr:`layers`.
+
+        Raises:
+            ValueError: no such layer (the message lists the available names).
+        """
+        layers = self.layers
+        if index is not None:
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"get_layer: index {index} is out of range for model "
+                                 f"'{self.name}' with {len(layers)} layers")
+            return layers[index]
+        for layer in layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"get_layer: no layer named {name!r} in model '{self.name}'; "
+                         f"layers are {[x.name for x in layers]}")
+
+    def _checkpoint_children(self) -> dict:
+        if self._graph is not None:
+            return {f"layer-{i}": layer for i, layer in enumerate(self._graph.layers)}
+        return super()._checkpoint_children()
+
+    # ---- calling and building -----------------------------------------------------------
+    def call(self, inputs, training=None, mask=None):
+        """Run the model (functional models replay their graph; subclasses override)."""
+        if self._graph is not None:
+            return self._graph.run(inputs)
+        raise NotImplementedError(
+            f"model '{self.name}' ({type(self).__name__}) must implement call(inputs); "
+            f"subclasses of lk.Model define their forward pass there"
+        )
+
+    def _build_from(self, args: tuple, kwargs: dict) -> None:
+        # The first real call builds sublayers as they run; build() need not run the model.
+        self.__dict__["_implicit_build"] = True
+        try:
+            super()._build_from(args, kwargs)
+        finally:
+            self.__dict__["_implicit_build"] = False
+
+    def build(self, input_shape=None) -> None:
+        """Create the weights for inputs of ``input_shape`` (None batch size allowed).
+
+        For a subclassed model this runs ``call`` once on zeros of that shape (with no
+        tape active and ``training=False``), which builds every sublayer.
+        """
+        if self._implicit_build or self._graph is not None or input_shape is None:
+            return
+        zeros = _zeros_like_shape(input_shape, self._dtype)
+        saved = context.RECORDERS[:]
+        context.RECORDERS.clear()
+        try:
+            # Through __call__ (which sees the model as being built) so that add_loss and
+            # the training flag behave as in a real call.
+            self(zeros, training=False)
+        finally:
+            context.RECORDERS[:] = saved
+        self.__dict__["_build_shape"] = input_shape
+
+    def summary(self, line_length: int | None = None, positions=None, print_fn=None,
+                expand_nested: bool = False, show_trainable: bool = False) -> None:
+        """Print a table of layers: name (type), output shape, parameter count; totals.
+
+        Works for functional and Sequential models and for subclassed models once built
+        (output shapes of their direct sublayers are found by one probing call).
+
+        Raises:
+            ValueError: the model is not built yet.
+        """
+        _summary.print_summary(self, line_length=line_length, print_fn=print_fn,
+                               expand_nested=expand_nested, show_trainable=show_trainable)
+
+    # ---- compile -----------------------------------------------------------------------------
+    def compile(self, optimizer="adam", loss=None, metrics=None, loss_weights=None,
+                weighted_metrics=None, run_eagerly: bool = False, steps_per_execution: int = 1,
+                jit_compile="auto", auto_scale_loss: bool = True) -> None:
+        """Configure training.
+
+        Args:
+            optimizer: an optimizer or its name (``'adam'``, ``'sgd'``, ``'rmsprop'``, ...).
+            loss: a loss, its name, a function ``fn(y_true, y_pred)``, or a list/dict with
+                one per output. None: only losses added with ``add_loss`` are minimised.
+            metrics: a list of metrics/names (``'accuracy'`` picks binary, categorical or
+                sparse categorical accuracy from the shapes), or a list/dict per output.
+            loss_weights: scalar weights per output (list or dict).
+            weighted_metrics: metrics that use ``sample_weight``.
+            run_eagerly: accepted; the step always runs eagerly for now.
+            steps_per_execution, jit_compile, auto_scale_loss: accepted for compatibility.
+
+        Raises:
+            ValueError: unknown optimizer, loss or metric names.
+        """
+        self.optimizer = _optimizers.get(optimizer)
+        names = self.output_names
+        if self._graph is not None and len(self._graph.flat_outputs) == 1:
+            names = ["output"]
+        if isinstance(loss, str) or (loss is not None and not isinstance(loss, (list, tuple,
+                                                                                dict))):
+            from layerkit import losses as _losses
+
+            _losses.get(loss)  # unknown names fail at compile time, not mid-fit
+        self._compile_loss = _compile.CompileLoss(loss, loss_weights, names) \
+            if loss is not None else None
+        for spec in (metrics, weighted_metrics):
+            for ident in flatten(spec) if spec is not None else []:
+                if isinstance(ident, str) and ident not in ("accuracy", "acc"):
+                    _metrics.get(ident)
+        self._compile_metrics = _compile.CompileMetrics(metrics, weighted_metrics, names, loss) \
+            if (metrics or weighted_metrics) else None
+        self._loss_tracker = _metrics.Mean(name="loss")
+        self.run_eagerly = bool(run_eagerly)
+        self.compiled = True
+        self.__dict__["_compile_config"] = {"optimizer": optimizer, "loss": loss,
+                                            "metrics": metrics}
+        self.__dict__["_step_cache"] = None
+
+    @property
+    def compiled_loss(self):
+        """Keras 2 style: ``compiled_loss(y, y_pred, sample_weight=None,
+        regularization_losses=None)`` returns the total loss and records it in the
+        ``loss`` metric (so custom steps written this way log it)."""
+        return self._call_compiled_loss
+
+    def _call_compiled_loss(self, y, y_pred, sample_weight=None, regularization_losses=None):
+        if self._compile_loss is None:
+            raise ValueError(f"model '{self.name}' was compiled without a loss")
+        total = self._compile_loss(y, y_pred, sample_weight, regularization_losses)
+        self._loss_tracker.update_state(total, sample_weight=_batch_size(y_pred))
+        return total
+
+    @property
+    def compiled_metrics(self) -> _compile.CompileMetrics:
+        """The compiled metrics (``update_state(y, y_pred, sample_weight)``)."""
+        if self._compile_metrics is None:
+            self.__dict__["_compile_metrics"] = _compile.CompileMetrics(None)
+        return self._compile_metrics
+
+    @property
+    def metrics(self) -> list:
+        """The loss tracker, the compiled metrics and Metric objects set as attributes."""
+        out = []
+        if self._loss_tracker is not None:
+            out.append(self._loss_tracker)
+        if self._compile_loss is not None:
+            out.extend(self._compile_loss.metrics)
+        if self._compile_metrics is not None:
+            out.append(self._compile_metrics)
+        for v in self.__dict__.values():
+            if isinstance(v, _metrics.Metric) and v not in out:
+                out.append(v)
+        return out
+
+    @property
+    def metrics_names(self) -> list:
+        names = []
+        for m in self.metrics:
+            if isinstance(m, _compile.CompileMetrics):
+                names.extend(x.name for x in m.metrics)
+            else:
+                names.append(m.name)
+        return names
+
+    def reset_metrics(self) -> None:
+        """Reset every metric in :attr:`metrics`."""
+        for m in self.metrics:
+            m.reset_state()
+
+    def get_metrics_result(self) -> dict:
+        """``{name: float}`` for every metric (compiled metrics flattened)."""
+        out = {}
+        for m in self.metrics:
+            r = m.result()
+            if isinstance(r, dict):
+                out.update({k: _compile.to_float(v) for k, v in r.items()})
+            else:
+                out[m.name] = _compile.to_float(r)
+        return out
+
+    # ---- the steps ----------------------------------------------------------------------------
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+                     training: bool = True) -> Tensor:
+        """The compiled loss of ``(y, y_pred)`` plus the model's ``losses`` (regularizers).
+
+        Raises:
+            ValueError: there is nothing to minimise (no compiled loss and no add_loss).
+        """
+        total = None
+        if self._compile_loss is not None:
+            total = self._compile_loss(y, y_pred, sample_weight)
+        extra = self.losses
+        if extra:
+            for r in extra:
+                total = r if total is None else total + r
+        if total is None:
+            raise ValueError(
+                f"model '{self.name}': no loss to compute. Pass loss=... to compile() or add "
+                f"losses with add_loss() in call()"
+            )
+        return total
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None) -> dict:
+        """Update the compiled metrics and return :meth:`get_metrics_result`."""
+        if self._compile_metrics is not None:
+            self._compile_metrics.update_state(y, y_pred, sample_weight)
+        return self.get_metrics_result()
+
+    def _trainable_and_constraints(self):
+        # Walking the layer tree costs tens of microseconds; do it once per fit/compile.
+        cache = self._step_cache
+        if cache is None:
+            variables = self.trainable_variables
+            constraints = []
+            for layer in [self] + self.submodules:
+                cons = getattr(layer, "_constraints", None)
+                if cons:
+                    by_id = {id(v): v for v in layer.weights}
+                    constraints.extend((by_id[i], fn) for i, fn in cons.items() if i in by_id)
+            cache = (variables, constraints)
+            self.__dict__["_step_cache"] = cache
+        return cache
+
+    def train_step(self, data) -> dict:
+        """One optimisation step on a batch; returns the logs (override to customise)."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        with GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                     training=True)
+        variables, constraints = self._trainable_and_constraints()
+        grads = tape.gradient(loss, variables)
+        self.optimizer.apply(grads, variables)
+        for v, fn in constraints:
+            v.assign(fn(v))
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+        if self._defer_logs:
+            # fit needs no per-batch logs (no batch callbacks): skip building them.
+            if self._compile_metrics is not None:
+                self._compile_metrics.update_state(y, y_pred, sample_weight)
+            return _DEFERRED
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def test_step(self, data) -> dict:
+        """One evaluation step on a batch; returns the logs (override to customise)."""
+        x, y, sample_weight = unpack_x_y_sample_weight(data)
+        y_pred = self(x, training=False)
+        loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                 training=False)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def predict_step(self, data):
+        """The model's output on a batch (override to customise)."""
+        x, _, _ = unpack_x_y_sample_weight(data)
+        return self(x, training=False)
+
+    # ---- loops ---------------------------------------------------------------------------------
+    def _assert_compiled(self, what: str) -> None:
+        if not self.compiled:
+            raise RuntimeError(f"model '{self.name}' must be compiled before {what}(); call "
+                               f"model.compile(optimizer=..., loss=...) first")
+
+    def _callback_list(self, callbacks, verbose, epochs, steps, mode, add_history=False):
+        cbs = list(callbacks or [])
+        history = None
+        if add_history:
+            history = _callbacks.History()
+            cbs.append(history)
+        if verbose and not any(isinstance(c, _callbacks.ProgbarLogger) for c in cbs):
+            cbs.append(_callbacks.ProgbarLogger())
+        cl = _callbacks.CallbackList(cbs, model=self, epochs=epochs, steps=steps,
+                                     verbose=verbose, mode=mode)
+        return cl, history
+
+    def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = 1,
+            verbose="auto", callbacks=None, validation_split: float = 0.0,
+            validation_data=None, shuffle=True, class_weight: dict | None = None,
+            sample_weight=None, initial_epoch: int = 0, steps_per_epoch: int | None = None,
+            validation_steps: int | None = None, validation_batch_size: int | None = None,
+            validation_freq: int = 1) -> _callbacks.History:
+        """Train for ``epochs`` epochs; returns a :class:`~layerkit.callbacks.History`.
+
+        Args:
+            x: arrays, Tensors, a list/dict of them, or a ``lk.data.Dataset`` (or any
+                iterable) yielding ``(x, y)`` or ``(x, y, sample_weight)`` batches.
+            y: targets (arrays) when ``x`` is arrays.
+            batch_size: samples per step for arrays (default 32).
+            epochs: the index of the last epoch (training runs from ``initial_epoch``).
+            verbose: ``'auto'``/1 progress bar, 2 one line per epoch, 0 silent.
+            callbacks: a list of :class:`~layerkit.callbacks.Callback`.
+            validation_split: fraction of the array data (the last samples) held out.
+            validation_data: ``(x_val, y_val[, sample_weight])`` or a dataset.
+            shuffle: shuffle array data each epoch (``'batch'``: batch order only); seeded
+                from ``lk.random``'s global generator.
+            class_weight: ``{class_index: weight}`` turned into sample weights.
+            sample_weight: per-sample weights for array data.
+            initial_epoch: the epoch to start from (for resuming).
+            steps_per_epoch: batches per epoch (needed for an infinite dataset).
+            validation_steps, validation_batch_size, validation_freq: as in Keras.
+
+        Raises:
+            RuntimeError: the model is not compiled.
+            ValueError: empty data, mismatched sample counts, labels/loss shape mismatch.
+        """
+        self._assert_compiled("fit")
+        verbose = 1 if verbose == "auto" else int(verbose)
+        if validation_split and validation_data is None:
+            if not _data.is_array_like(x):
+                raise ValueError("fit: validation_split is only supported for array inputs; "
+                                 "pass validation_data=... with a dataset")
+            whole = _data.ArrayFeeder(x, y, sample_weight, batch_size, False, None, "fit")
+            train_part, val_part = whole.split(validation_split)
+            x, y, sample_weight = unpack_x_y_sample_weight(train_part)
+            validation_data = val_part
+        feeder = _data.make_feeder(x, y, sample_weight, batch_size, shuffle, steps_per_epoch,
+                                   "fit")
+        val_feeder = None
+        if validation_data is not None:
+            if _data.is_array_like(validation_data) and isinstance(validation_data,
+                                                                   (tuple, list)):
+                vx, vy, vsw = unpack_x_y_sample_weight(validation_data)
+                val_feeder = _data.make_feeder(vx, vy, vsw,
+                                               validation_batch_size or batch_size, False,
+                                               validation_steps, "fit (validation)")
+            else:
+                val_feeder = _data.make_feeder(validation_data, None, None,
+                                               validation_batch_size or batch_size, False,
+                                               validation_steps, "fit (validation)")
+        cw = None
+        if class_weight is not None:
+            cw = np.zeros(max(int(k) for k in class_weight) + 1, np.float32)
+            for k, v in class_weight.items():
+                cw[int(k)] = v
+        steps = feeder.num_batches
+        cbl, history = self._callback_list(callbacks, verbose, epochs, steps, "train",
+                                           add_history=True)
+        self.stop_training = False
+        self.__dict__["_step_cache"] = None
+        begin = cbl._active["on_train_batch_begin"]
+        end = cbl._active["on_train_batch_end"]
+        cbl.on_train_begin()
+        logs: dict = {}
+        # The default train_step builds its logs only when a batch callback reads them.
+        self.__dict__["_defer_logs"] = not any(
+            getattr(getattr(fn, "__self__", None), "needs_batch_logs", True) for fn in end)
+        try:
+            logs = self._fit_epochs(feeder, val_feeder, cbl, cw, initial_epoch, epochs,
+                                    validation_freq, begin, end)
+        finally:
+            self.__dict__["_defer_logs"] = False
+        cbl.on_train_end(logs)
+        self.history = history
+        return history
+
+    def _fit_epochs(self, feeder, val_feeder, cbl, cw, initial_epoch, epochs, validation_freq,
+                    begin, end) -> dict:
+        train_step = self.train_step
+        logs: dict = {}
+        for epoch in range(initial_epoch, epochs):
+            self.reset_metrics()
+            cbl.on_epoch_begin(epoch)
+            step = -1
+            for step, batch in enumerate(feeder.epoch()):
+                if cw is not None:
+                    batch = _with_class_weight(batch, cw)
+                for fn in begin:
+                    fn(step)
+                logs = train_step(batch)
+                if end:
+                    batch_logs = {} if logs is _DEFERRED else _floats(logs)
+                    for fn in end:
+                        fn(step, batch_logs)
+                if self.stop_training:
+                    break
+            if step < 0:
+                if epoch == initial_epoch:
+                    raise ValueError(
+                        "fit: the training data produced no batches (an empty dataset?); "
+                        "expected at least one batch per epoch"
+                    )
+                break
+            if logs is _DEFERRED:
+                logs = self.get_metrics_result()
+            epoch_logs = dict(_floats(logs))
+            if val_feeder is not None and (epoch + 1) % validation_freq == 0:
+                val_logs = self._evaluate_loop(val_feeder, cbl, internal=True)
+                epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})
+            cbl.on_epoch_end(epoch, epoch_logs)
+            logs = epoch_logs
+            if self.stop_training or getattr(feeder, "exhausted", False):
+                break
+        return logs
+
+    def _evaluate_loop(self, feeder, cbl, internal: bool = False) -> dict:
+        self.reset_metrics()
+        cbl.on_test_begin()
+        begin = cbl._active["on_test_batch_begin"]
+        end = cbl._active["on_test_batch_end"]
+        test_step = self.test_step
+        logs: dict = {}
+        step = -1
+        for step, batch in enumerate(feeder.epoch()):
+            for fn in begin:
+                fn(step)
+            logs = test_step(batch)
+            if end:
+                logs = _floats(logs)
+                for fn in end:
+                    fn(step, logs)
+        if step < 0 and not internal:
+            raise ValueError("evaluate: the data produced no batches (an empty dataset?)")
+        logs = _floats(logs)
+        cbl.on_test_end(logs)
+        return logs
+
+    def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
+                 sample_weight=None, steps: int | None = None, callbacks=None,
+                 return_dict: bool = False):
+        """The loss and metrics on ``x``/``y``.
+
+        Returns:
+            With ``return_dict``: ``{name: value}``. Otherwise the loss alone if there
+            are no metrics, else a list in :attr:`metrics_names` order.
+        """
+        self._assert_compiled("evaluate")
+        verbose = 1 if verbose == "auto" else int(verbose)
+        feeder = _data.make_feeder(x, y, sample_weight, batch_size, False, steps, "evaluate")
+        cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "evaluate")
+        logs = self._evaluate_loop(feeder, cbl)
+        if return_dict:
+            return logs
+        return self._ordered(logs)
+
+    def _ordered(self, logs: dict):
+        names = [n for n in self.metrics_names if n in logs]
+        names += [k for k in logs if k not in names]
+        values = [logs[n] for n in names]
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x, batch_size: int | None = None, verbose="auto", steps: int | None = None,
+                callbacks=None):
+        """The model's outputs for ``x``, batch by batch, concatenated into NumPy arrays.
+
+        Args:
+            x: arrays, Tensors, a list/dict of them, or a dataset (targets are ignored).
+            batch_size: samples per batch for arrays (default 32).
+            verbose: ``'auto'``/1 progress bar, 0 silent.
+            steps: optional number of batches.
+
+        Returns:
+            An ndarray (or the output structure of ndarrays).
+        """
+        verbose = 1 if verbose == "auto" else int(verbose)
+        feeder = _data.make_feeder(x, None, None, batch_size, False, steps, "predict")
+        cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "predict")
+        cbl.on_predict_begin()
+        outs = []
+        begin = cbl._active["on_predict_batch_begin"]
+        end = cbl._active["on_predict_batch_end"]
+        for step, batch in enumerate(feeder.epoch()):
+            for fn in begin:
+                fn(step)
+            out = self.predict_step(batch)
+            outs.append(out)
+            for fn in end:
+                fn(step, {"outputs": out})
+        cbl.on_predict_end()
+        if not outs:
+            raise ValueError("predict: the input produced no batches (empty data?)")
+        return _concat(outs)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       return_dict: bool = False):
+        """One training step on one batch; metrics keep accumulating across calls.
+
+        Returns:
+            The logs as for :meth:`evaluate` (a dict with ``return_dict=True``).
+        """
+        self._assert_compiled("train_on_batch")
+        batch = _data.ArrayFeeder(x, y, sample_weight, _batch_size(x) or 1, False, None,
+                                  "train_on_batch")._batch(slice(None))
+        if class_weight is not None:
+            cw = np.zeros(max(int(k) for k in class_weight) + 1, np.float32)
+            for k, v in class_weight.items():
+                cw[int(k)] = v
+            batch = _with_class_weight(batch, cw)
+        logs = _floats(self.train_step(batch))
+        return logs if return_dict else self._ordered(logs)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
+        """One evaluation step on one batch (metrics are reset first)."""
+        self._assert_compiled("test_on_batch")
+        self.reset_metrics()
+        batch = _data.ArrayFeeder(x, y, sample_weight, _batch_size(x) or 1, False, None,
+                                  "test_on_batch")._batch(slice(None))
+        logs = _floats(self.test_step(batch))
+        return logs if return_dict else self._ordered(logs)
+
+    def predict_on_batch(self, x):
+        """The model's output on one batch, as NumPy."""
+        out = self.predict_step((wrap(np.asarray(x)) if not isinstance(x, (Tensor, dict, list,
+                                                                             tuple)) else x,))
+        return _concat([out])
+
+    # ---- weights files ------------------------------------------------------------------------
+    def save_weights(self, filepath, overwrite: bool = True) -> str:
+        """Write the model's weights to ``filepath`` (an ``lk.Checkpoint`` file).
+
+        Returns:
+            The path written.
+        """
+        import os
+
+        from layerkit.checkpoint.checkpoint import Checkpoint
+
+        path = os.fspath(filepath)
+        if not overwrite and os.path.exists(path):
+            raise FileExistsError(f"save_weights: {path} exists and overwrite=False")
+        return Checkpoint(model=self).write(path)
+
+    def load_weights(self, filepath, skip_mismatch: bool = False):
+        """Restore weights written by :meth:`save_weights`.
+
+        Values for layers that are not built yet are applied when they are built.
+
+        Raises:
+            FileNotFoundError / ValueError: a missing or corrupted file, or (unless
+                ``skip_mismatch``) weights that do not match the model.
+        """
+        import os
+
+        from layerkit.checkpoint.checkpoint import Checkpoint
+
+        status = Checkpoint(model=self).read(os.fspath(filepath))
+        if not skip_mismatch and self.built and hasattr(status, "assert_existing_objects_matched"):
+            status.assert_existing_objects_matched()
+        elif hasattr(status, "expect_partial"):
+            status.expect_partial()
+        return status
+
+    def get_compile_config(self) -> dict | None:
+        return self.__dict__.get("_compile_config")
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "trainable": self.trainable}
+
+
+def _with_class_weight(batch: tuple, cw: np.ndarray) -> tuple:
+    x, y, sw = unpack_x_y_sample_weight(batch)
+    if y is None:
+        raise ValueError("fit: class_weight needs targets y")
+    yv = np.asarray(y._v if isinstance(y, Tensor) else y)
+    labels = np.argmax(yv, axis=-1) if yv.ndim > 1 and yv.shape[-1] > 1 else yv.reshape(
+        yv.shape[0], -1)[:, 0]
+    labels = labels.astype(np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= len(cw)):
+        raise ValueError(f"fit: class_weight has no entry for class {int(labels.max())}; "
+                         f"it covers classes 0..{len(cw) - 1}")
+    w = cw[labels]
+    if sw is not None:
+        w = w * np.asarray(sw._v if isinstance(sw, Tensor) else sw).reshape(w.shape)
+    return (x, y, wrap(w))
+
+
+def _zeros_like_shape(shape, dtype):
+    if isinstance(shape, dict):
+        return {k: _zeros_like_shape(v, dtype) for k, v in shape.items()}
+    if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
+        return [_zeros_like_shape(s, dtype) for s in shape]
+    dims = tuple(1 if d is None else int(d) for d in shape)
+    return wrap(np.zeros(dims, dtype))

@@ -1,0 +1,138 @@
+"""``lk.Sequential``: a plain stack of layers, each feeding the next."""
+from __future__ import annotations
+
+import numpy as np
+
+from layerkit._core.tensor import Tensor
+from layerkit.layers.layer import Layer
+from layerkit.layers.symbolic import SymbolicTensor
+from layerkit.models.model import Model
+
+__all__ = ["Sequential"]
+
+
+class Sequential(Model):
+    """A linear stack of layers.
+
+    The model is built as soon as the input shape is known: from an ``lk.Input`` as the
+    first entry, from ``input_shape=`` on the first layer, from ``build(input_shape)``,
+    or from the first batch it is called on.
+
+    Args:
+        layers: an optional list of layers (``lk.Input(...)`` may come first).
+        name: the model name (default ``sequential``, ``sequential_1``, ...).
+        trainable: whether its weights are trained.
+
+    Example:
+        >>> import layerkit as lk
+        >>> model = lk.Sequential([lk.Input(shape=(8,)), lk.layers.Dense(4),
+        ...                        lk.layers.Dense(1)])
+        >>> model.count_params()
+        41
+    """
+
+    def __init__(self, layers=None, name: str | None = None, trainable: bool = True) -> None:
+        super().__init__(name=name, trainable=trainable)
+        self._stack = []  # tracked list: weights and checkpoint order follow it
+        self.__dict__["_input_shape"] = None
+        self.__dict__["_symbolic"] = []  # (layer, output shape) once built symbolically
+        for layer in layers or []:
+            self.add(layer)
+
+    @property
+    def layers(self) -> list:
+        return list(self._stack)
+
+    def _checkpoint_children(self) -> dict:
+        return {f"layer-{i}": layer for i, layer in enumerate(self._stack)}
+
+    def add(self, layer) -> None:
+        """Append a layer (or set the input shape with ``lk.Input``).
+
+        Raises:
+            TypeError: not a Layer or an ``lk.Input`` tensor.
+            ValueError: an ``lk.Input`` after layers were added.
+        """
+        if isinstance(layer, SymbolicTensor):
+            if self._stack:
+                raise ValueError(f"Sequential '{self.name}': lk.Input must come first, before "
+                                 f"any layer")
+            self.__dict__["_input_shape"] = tuple(layer.shape)
+            self.__dict__["_input_dtype"] = layer.dtype
+            return
+        if not isinstance(layer, Layer):
+            raise TypeError(
+                f"Sequential '{self.name}'.add: expected a Layer, received "
+                f"{type(layer).__name__}"
+            )
+        if not self._stack and self._input_shape is None:
+            shape = layer.__dict__.get("_batch_input_shape")
+            if shape is not None:
+                self.__dict__["_input_shape"] = tuple(shape)
+        self._stack.append(layer)
+        self.__dict__["_step_cache"] = None
+        if self._input_shape is not None:
+            self._build_symbolic(self._input_shape)
+
+    def pop(self) -> Layer:
+        """Remove and return the last layer."""
+        if not self._stack:
+            raise IndexError(f"Sequential '{self.name}' has no layers to pop")
+        layer = self._stack.pop()
+        self.__dict__["_symbolic"] = self._symbolic[:len(self._stack)]
+        self.__dict__["_step_cache"] = None
+        return layer
+
+    def _build_symbolic(self, input_shape) -> None:
+        # Run the stack on symbolic tensors: builds every layer and records output shapes.
+        done = self._symbolic
+        if done:
+            x = SymbolicTensor(done[-1][1], done[-1][2])
+        else:
+            x = SymbolicTensor((None,) + tuple(input_shape)[1:],
+                               self.__dict__.get("_input_dtype") or self._dtype)
+        for layer in self._stack[len(done):]:
+            x = layer(x)
+            if not isinstance(x, SymbolicTensor):
+                raise TypeError(f"Sequential '{self.name}': layer '{layer.name}' returned "
+                                f"{type(x).__name__}; each layer must return one tensor")
+            done.append((layer, x.shape, x.dtype))
+        self.__dict__["built"] = True
+        self.__dict__["_build_shape"] = (None,) + tuple(input_shape)[1:]
+
+    def _symbolic_shapes(self) -> list:
+        return [(layer, shape) for layer, shape, _ in self._symbolic]
+
+    def build(self, input_shape=None) -> None:
+        """Build every layer for inputs of ``input_shape`` (the batch size may be None)."""
+        if input_shape is None:
+            input_shape = self._input_shape
+        if input_shape is None:
+            raise ValueError(f"Sequential '{self.name}': build() needs an input shape")
+        if self._input_shape is None:
+            self.__dict__["_input_shape"] = tuple(input_shape)
+        if self._stack:
+            self._build_symbolic(input_shape)
+
+    def _check_input(self, x) -> None:
+        expected = self._input_shape
+        shape = tuple(np.shape(x._v if isinstance(x, Tensor) else x))
+        if len(shape) != len(expected) or any(
+                e is not None and e != s for e, s in zip(expected[1:], shape[1:])):
+            raise ValueError(
+                f"Input 0 of model '{self.name}' is incompatible: expected shape "
+                f"{(None,) + tuple(expected[1:])}, received {shape}"
+            )
+
+    def call(self, inputs, training=None, mask=None):
+        if self._input_shape is not None:
+            self._check_input(inputs)
+        x = inputs
+        for layer in self._stack:
+            x = layer(x)
+        return x
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "trainable": self.trainable,
+                "layers": [{"class_name": type(x).__name__, "config": x.get_config()}
+                           for x in self._stack]}

@@ -1,0 +1,106 @@
+"""Adam and AdamW (decoupled weight decay), Keras 3 update rules."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from layerkit.optimizers.optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """Adam: adaptive moment estimation.
+
+    Update rule (Keras 3), with slots ``m``, ``v`` (and ``vhat`` for AMSGrad) and
+    ``t = iterations + 1``::
+
+        alpha = learning_rate * sqrt(1 - beta_2**t) / (1 - beta_1**t)
+        m += (g - m) * (1 - beta_1)
+        v += (g**2 - v) * (1 - beta_2)
+        vhat = max(vhat, v)                     # amsgrad only, then used for v
+        var -= alpha * m / (sqrt(v) + epsilon)
+
+    Args:
+        learning_rate: float or schedule (default 0.001).
+        beta_1: decay of the first moment (default 0.9).
+        beta_2: decay of the second moment (default 0.999).
+        epsilon: added to the denominator (default 1e-7, the "epsilon hat" of the paper).
+        amsgrad: use the AMSGrad variant.
+        **kwargs: ``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+
+    Example:
+        >>> import layerkit as lk
+        >>> v = lk.Variable([1.0])
+        >>> _ = Adam(learning_rate=0.1).apply_gradients([(lk.constant([2.0]), v)])
+        >>> round(float(v.numpy()[0]), 4)
+        0.9
+    """
+
+    _default_name = "adam"
+
+    def __init__(self, learning_rate=0.001, beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, amsgrad: bool = False, **kwargs) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+        self.amsgrad = bool(amsgrad)
+        self._slot_names = ("m", "v", "vhat") if self.amsgrad else ("m", "v")
+
+    def _constants(self, lr: float, step: int) -> tuple:
+        t = step + 1
+        alpha = lr * math.sqrt(1.0 - self.beta_2 ** t) / (1.0 - self.beta_1 ** t)
+        return (alpha, 1.0 - self.beta_1, 1.0 - self.beta_2, self.epsilon)
+
+    def _kernel(self, v, g, slots, scratch, consts) -> None:
+        alpha, c1, c2, eps = consts
+        m, s = slots[0], slots[1]
+        t = scratch[0]
+        np.subtract(g, m, out=t)
+        np.multiply(t, c1, out=t)
+        np.add(m, t, out=m)
+        np.square(g, out=t)
+        np.subtract(t, s, out=t)
+        np.multiply(t, c2, out=t)
+        np.add(s, t, out=s)
+        if self.amsgrad:
+            np.maximum(slots[2], s, out=slots[2])
+            s = slots[2]
+        np.sqrt(s, out=t)
+        np.add(t, eps, out=t)
+        np.divide(m, t, out=t)
+        np.multiply(t, alpha, out=t)
+        np.subtract(v, t, out=v)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                      amsgrad=self.amsgrad)
+        return config
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as in Keras 3.
+
+    Each step first shrinks every (non-excluded) variable,
+    ``var -= var * weight_decay * learning_rate``, then applies the Adam update.
+
+    Args:
+        learning_rate: float or schedule (default 0.001).
+        weight_decay: the decay coefficient (default 0.004).
+        beta_1, beta_2, epsilon, amsgrad: as in :class:`Adam`.
+        **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
+
+    Raises:
+        ValueError: ``weight_decay`` is None.
+    """
+
+    _default_name = "adamw"
+
+    def __init__(self, learning_rate=0.001, weight_decay: float = 0.004, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-7, amsgrad: bool = False,
+                 **kwargs) -> None:
+        if weight_decay is None:
+            raise ValueError("AdamW: weight_decay must be a float, received None")
+        super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon, amsgrad=amsgrad, weight_decay=weight_decay, **kwargs)

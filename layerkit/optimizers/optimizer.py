@@ -1,0 +1,499 @@
+"""The optimizer base: bookkeeping shared by SGD, Adam, RMSprop, Adagrad, ...
+
+An optimizer's state is ``iterations`` (int64, non-trainable), the learning rate
+(a float Variable, or a schedule evaluated at ``iterations``) and per-variable *slots*
+created lazily at the first ``apply_gradients`` in variable order. Subclasses declare
+their slots and one in-place NumPy kernel; the base class does the rest: gradient
+conversion, clipping (Keras 3 rules), decoupled weight decay, slot creation, deferred
+checkpoint restore and the step counter.
+
+Why kernels instead of lk ops: an update is a pure elementwise chain over arrays that
+the optimizer owns, so it runs as NumPy ufuncs with ``out=`` on the variable's and the
+slots' own buffers. Measured here (shared/FACTS.md) numexpr is slower than NumPy for
+float32, and an eager-op chain would allocate a temporary per op. Large arrays are
+processed in blocks that stay in cache (a 400k-element Adam update: 1.72 ms whole,
+1.15-1.28 ms in blocks of 32-64k elements on this machine).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
+from layerkit.checkpoint import trackable
+from layerkit.optimizers import schedules as _schedules
+
+# Arrays with more elements than this are updated block by block (see module docstring).
+BLOCK = 32768
+# Variables up to this size share flat buffers with the others of their dtype (one kernel
+# call for all of them); larger ones are updated on their own, block by block.
+GROUP_MAX = 65536
+
+
+def _array(g) -> np.ndarray:
+    if isinstance(g, Tensor):
+        g = g._v
+    if type(g) is not np.ndarray:
+        g = np.asarray(g)
+    return g
+
+
+class _Group:
+    """Small variables updated together through flat buffers (see ``_make_groups``)."""
+
+    def __init__(self, variables: list, slot_lists: list) -> None:
+        self.vars = variables
+        self.slots = slot_lists
+        self.decays = None
+        dtype = variables[0]._v.dtype
+        sizes = [v._v.size for v in variables]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        total = int(offsets[-1])
+        self.vbuf = np.empty(total, dtype)
+        self.gbuf = np.empty(total, dtype)
+        nslots = len(slot_lists[0])
+        self.sbufs = [np.empty(total, dtype) for _ in range(nslots)]
+        self.vviews, self.sviews = [], []
+        for k, var in enumerate(variables):
+            a, b = offsets[k], offsets[k + 1]
+            shape = var._v.shape
+            view = self.vbuf[a:b].reshape(shape)
+            view[...] = var._v
+            var._v = view
+            self.vviews.append(view)
+            sv = []
+            for j, slot in enumerate(slot_lists[k]):
+                s = self.sbufs[j][a:b].reshape(shape)
+                s[...] = slot._v
+                slot._v = s
+                sv.append(s)
+            self.sviews.append(sv)
+
+
+class Optimizer:
+    """Base class of layerkit optimizers (Keras 3 semantics).
+
+    Subclasses set ``_slot_names`` (and optionally ``_slot_init``), ``_num_scratch`` and
+    implement ``_constants(lr, step)`` and ``_kernel(v, g, slots, scratch, consts)``,
+    an in-place NumPy update of the variable array ``v`` given the gradient ``g``.
+
+    Args:
+        learning_rate: a float, a :class:`~layerkit.optimizers.schedules.LearningRateSchedule`
+            or a zero-argument callable.
+        weight_decay: decoupled weight decay: before each update
+            ``v -= v * weight_decay * learning_rate`` (skipped for excluded variables).
+        clipnorm: clip each gradient to this L2 norm.
+        clipvalue: clip each gradient element to ``[-clipvalue, clipvalue]``.
+        global_clipnorm: clip all gradients together to this global L2 norm.
+        name: a name used in configs and slot variable names.
+
+    Raises:
+        ValueError: more than one of ``clipnorm``, ``clipvalue``, ``global_clipnorm``,
+            or an invalid learning rate.
+    """
+
+    _slot_names: tuple = ()
+    _slot_init: dict = {}
+    _num_scratch = 1
+    _default_name = "optimizer"
+
+    def __init__(self, learning_rate=0.001, weight_decay: float | None = None,
+                 clipnorm: float | None = None, clipvalue: float | None = None,
+                 global_clipnorm: float | None = None, name: str | None = None) -> None:
+        n_clip = sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm))
+        if n_clip > 1:
+            raise ValueError(
+                f"{type(self).__name__}: only one of clipnorm, clipvalue and global_clipnorm "
+                f"can be set. Received: clipnorm={clipnorm}, clipvalue={clipvalue}, "
+                f"global_clipnorm={global_clipnorm}"
+            )
+        for arg, val in (("clipnorm", clipnorm), ("clipvalue", clipvalue),
+                         ("global_clipnorm", global_clipnorm), ("weight_decay", weight_decay)):
+            if val is not None and not (isinstance(val, (int, float)) and val >= 0):
+                raise ValueError(
+                    f"{type(self).__name__}: {arg} must be a non-negative number or None. "
+                    f"Received: {arg}={val!r}"
+                )
+        self.name = name or self._default_name
+        self.weight_decay = weight_decay
+        self.clipnorm = clipnorm
+        self.clipvalue = clipvalue
+        self.global_clipnorm = global_clipnorm
+        self.iterations = Variable(np.int64(0), trainable=False, name="iteration", dtype="int64")
+        self._lr_var: Variable | None = None
+        self._lr_fn = None
+        self._set_learning_rate(learning_rate)
+        # id(var) -> [index, slot Variables, decays?]; slot Variables in creation order.
+        self._records: dict[int, list] = {}
+        self._slot_vars: dict[str, Variable] = {}
+        self._tracked: list = []  # keeps the indexed variables alive (ids stay unique)
+        self._exclude_ids: set = set()
+        self._exclude_names: tuple = ()
+        self._scratch: dict = {}
+        self._groups: list = []
+        self.built = False
+
+    # ---- learning rate --------------------------------------------------------------
+    def _set_learning_rate(self, lr) -> None:
+        if isinstance(lr, _schedules.LearningRateSchedule) or (
+                callable(lr) and not isinstance(lr, Tensor)):
+            self._lr_fn = lr
+            return
+        if isinstance(lr, Tensor):
+            lr = float(lr)
+        if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating, np.integer)):
+            raise ValueError(
+                f"{type(self).__name__}: learning_rate must be a float, a "
+                f"LearningRateSchedule or a callable. Received: learning_rate={lr!r}"
+            )
+        if self._lr_fn is not None and isinstance(self._lr_fn, _schedules.LearningRateSchedule):
+            raise TypeError(
+                f"{type(self).__name__} was created with a LearningRateSchedule; its learning "
+                f"rate cannot be set to a float"
+            )
+        if self._lr_var is None:
+            self._lr_var = Variable(np.float32(lr), trainable=False, name="learning_rate")
+        else:
+            self._lr_var.assign(np.float32(lr))
+
+    @property
+    def learning_rate(self):
+        """The learning rate: the float Variable, or the schedule's current value."""
+        if self._lr_fn is None:
+            return self._lr_var
+        return self._current_lr()
+
+    @learning_rate.setter
+    def learning_rate(self, value) -> None:
+        self._set_learning_rate(value)
+
+    def _current_lr(self) -> float:
+        fn = self._lr_fn
+        if fn is None:
+            return float(self._lr_var._v)
+        if isinstance(fn, _schedules.LearningRateSchedule):
+            return float(fn(int(self.iterations._v)))
+        return float(fn())
+
+    # ---- slots ------------------------------------------------------------------------
+    def build(self, var_list) -> None:
+        """Create the slots of ``var_list`` (done automatically at the first apply)."""
+        var_list = list(var_list)
+        for v in var_list:
+            if id(v) not in self._records:
+                self._add_variable(v)
+        if not self.built:
+            self._make_groups(var_list)
+        self.built = True
+
+    def _add_variable(self, var: Variable) -> list:
+        if not isinstance(var, Variable):
+            raise TypeError(
+                f"{type(self).__name__}: can only update lk.Variable objects, received "
+                f"{type(var).__name__}"
+            )
+        index = len(self._tracked)
+        self._tracked.append(var)
+        slots = []
+        for sname in self._slot_names:
+            key = f"{sname}/{index}"
+            init = self._slot_init.get(sname, 0.0)
+            slot = Variable(np.full(var.shape, init, dtype=var.dtype), trainable=False,
+                            name=f"{var.name}_{sname}")
+            value = trackable.take_deferred(self, key)
+            if value is not None:
+                slot.assign(value)
+            self._slot_vars[key] = slot
+            slots.append(slot)
+        rec = [index, slots, self._decays(var), None]  # [.., .., .., group]
+        self._records[id(var)] = rec
+        return rec
+
+    def get_slot(self, var: Variable, slot_name: str) -> Variable:
+        """The slot Variable ``slot_name`` (e.g. ``'m'``) of ``var``.
+
+        Raises:
+            KeyError: the variable has no slots yet or the name is unknown.
+        """
+        rec = self._records.get(id(var))
+        if rec is None or slot_name not in self._slot_names:
+            raise KeyError(
+                f"{type(self).__name__}: no slot {slot_name!r} for variable '{var.name}'; "
+                f"slots are {list(self._slot_names)}, created at the first apply_gradients"
+            )
+        return rec[1][self._slot_names.index(slot_name)]
+
+    @property
+    def variables(self) -> list:
+        """``iterations``, the learning-rate Variable (if any), then every slot."""
+        out = [self.iterations]
+        if self._lr_var is not None and self._lr_fn is None:
+            out.append(self._lr_var)
+        out.extend(self._slot_vars.values())
+        return out
+
+    # ---- weight decay exclusion ------------------------------------------------------------
+    def exclude_from_weight_decay(self, var_list=None, var_names=None) -> None:
+        """Skip weight decay for these variables, or those whose name contains a string.
+
+        Raises:
+            ValueError: called after the optimizer was built.
+        """
+        if self.built:
+            raise ValueError(
+                f"{type(self).__name__}: exclude_from_weight_decay() must be called before "
+                f"the first apply_gradients"
+            )
+        self._exclude_ids = {id(v) for v in (var_list or ())}
+        self._exclude_names = tuple(var_names or ())
+
+    def _decays(self, var: Variable) -> bool:
+        if not self.weight_decay:
+            return False
+        if id(var) in self._exclude_ids:
+            return False
+        return not any(s in var.name for s in self._exclude_names)
+
+    # ---- the update -----------------------------------------------------------------------
+    def apply_gradients(self, grads_and_vars) -> Variable:
+        """Apply one update from ``(gradient, variable)`` pairs; ``None`` gradients are skipped.
+
+        Returns:
+            The ``iterations`` Variable (after the increment).
+
+        Raises:
+            ValueError: every gradient is None, or a gradient's shape differs from its
+                variable's.
+        """
+        pairs = list(grads_and_vars)
+        if not pairs:
+            return self.iterations
+        grads = [p[0] for p in pairs]
+        variables = [p[1] for p in pairs]
+        self.apply(grads, variables)
+        return self.iterations
+
+    def apply(self, grads, variables) -> None:
+        """Like :meth:`apply_gradients` with gradients and variables as two lists."""
+        records = self._records
+        variables = list(variables)
+        if not variables:
+            return  # nothing to train (e.g. a frozen model), as in Keras
+        if not self.built:
+            self.build(variables)
+        work = []
+        missing = []
+        for g, var in zip(grads, variables):
+            rec = records.get(id(var))
+            if rec is None:
+                rec = self._add_variable(var)
+            if g is None:
+                missing.append(var.name)
+                continue
+            ga = _array(g)
+            v = var._v
+            if ga.shape != v.shape:
+                raise ValueError(
+                    f"{type(self).__name__}: gradient shape {ga.shape} does not match the "
+                    f"shape {v.shape} of variable '{var.name}'"
+                )
+            if ga.dtype != v.dtype:
+                ga = ga.astype(v.dtype)
+            work.append((var, ga, rec))
+        if not work:
+            raise ValueError(
+                f"{type(self).__name__}: no gradients provided for any variable "
+                f"(all gradients are None for {missing})"
+            )
+        if missing:
+            warnings.warn(f"{type(self).__name__}: gradients do not exist for variables "
+                          f"{missing}; they are not updated", stacklevel=2)
+        if self.clipnorm or self.global_clipnorm or self.clipvalue:
+            work = self._clip(work)
+        lr = self._current_lr()
+        consts = self._constants(lr, int(self.iterations._v))
+        decay = float(self.weight_decay) * lr if self.weight_decay else 0.0
+        solo = work
+        if self._groups:
+            solo = []
+            pending: dict = {}
+            for item in work:
+                group = item[2][3]
+                if group is None:
+                    solo.append(item)
+                else:
+                    pending.setdefault(id(group), (group, {}))[1][id(item[0])] = item
+            for group, items in pending.values():
+                if len(items) == len(group.vars):
+                    self._update_group(group, items, consts, decay)
+                else:  # some member has no gradient this step: update members one by one
+                    solo.extend(items.values())
+        for var, g, rec in solo:
+            v = var._v
+            if type(v) is not np.ndarray or not v.flags.writeable:
+                # e.g. a 0-d value stored as a NumPy scalar: give the variable its own buffer.
+                v = var._v = np.array(v)
+            self._update(v, g, [s._v for s in rec[1]], decay if rec[2] else 0.0, consts)
+        # A new array rather than += so that earlier .numpy() results stay as they were.
+        self.iterations._v = np.array(int(self.iterations._v) + 1, dtype=np.int64)
+
+    def _update(self, v: np.ndarray, g: np.ndarray, slots: list, wd: float, consts) -> None:
+        """Decay and update one array in place (block by block when it is large)."""
+        kernel = self._kernel
+        n = v.size
+        if n <= BLOCK:
+            scratch = self._scratch_views(n, v.dtype, v.shape)
+            if wd:
+                np.multiply(v, wd, out=scratch[0])
+                np.subtract(v, scratch[0], out=v)
+            kernel(v, g, slots, scratch, consts)
+            return
+        # Large arrays: contiguous flat blocks keep the working set in cache.
+        vf = v.reshape(-1)
+        gf = g.reshape(-1)
+        sf = [s.reshape(-1) for s in slots]
+        full = self._scratch_views(BLOCK, v.dtype, (BLOCK,))
+        for i in range(0, n, BLOCK):
+            j = min(i + BLOCK, n)
+            scratch = full if j - i == BLOCK else [t[:j - i] for t in full]
+            vb = vf[i:j]
+            if wd:
+                np.multiply(vb, wd, out=scratch[0])
+                np.subtract(vb, scratch[0], out=vb)
+            kernel(vb, gf[i:j], [s[i:j] for s in sf], scratch, consts)
+
+    # ---- grouped small variables ------------------------------------------------------------
+    def _make_groups(self, var_list) -> None:
+        """Give small variables of one dtype (and decay setting) shared flat buffers.
+
+        Each member's ``_v`` (and its slots' ``_v``) becomes a view into the group's
+        buffers, so one kernel call updates them all: a model's biases and small kernels
+        cost one set of ufunc calls instead of one per variable (the per-call overhead,
+        about 1 us, dominates for small arrays). A member whose ``_v`` was replaced (by
+        ``assign`` or a checkpoint restore) is copied back into its place before the next
+        update.
+        """
+        by_key: dict = {}
+        for var in var_list:
+            rec = self._records.get(id(var))
+            v = var._v
+            if rec is None or rec[3] is not None or type(v) is not np.ndarray:
+                continue
+            if v.size > GROUP_MAX or v.dtype.kind != "f":
+                continue
+            by_key.setdefault((v.dtype, rec[2]), []).append(var)
+        for (_, decays), members in by_key.items():
+            if len(members) < 2:
+                continue
+            group = _Group(members, [self._records[id(m)][1] for m in members])
+            group.decays = decays
+            self._groups.append(group)
+            for m in members:
+                self._records[id(m)][3] = group
+
+    def _update_group(self, group: _Group, items: dict, consts, decay: float) -> None:
+        grads = []
+        for k, var in enumerate(group.vars):
+            view = group.vviews[k]
+            if var._v is not view:
+                np.copyto(view, var._v, casting="unsafe")
+                var._v = view
+            for slot, sview in zip(group.slots[k], group.sviews[k]):
+                if slot._v is not sview:
+                    np.copyto(sview, slot._v, casting="unsafe")
+                    slot._v = sview
+            grads.append(items[id(var)][1].reshape(-1))
+        np.concatenate(grads, out=group.gbuf)
+        self._update(group.vbuf, group.gbuf, group.sbufs, decay if group.decays else 0.0,
+                     consts)
+
+    def _scratch_views(self, n: int, dtype, shape) -> list:
+        key = (dtype, shape)
+        views = self._scratch.get(key)
+        if views is None:
+            if len(self._scratch) > 256:
+                self._scratch.clear()
+            views = [np.empty(shape, dtype) for _ in range(self._num_scratch)]
+            self._scratch[key] = views
+        return views
+
+    def _clip(self, work: list) -> list:
+        if self.clipnorm:
+            c = float(self.clipnorm)
+            out = []
+            for var, g, rec in work:
+                norm = float(np.sqrt(np.sum(np.square(g, dtype=np.float64))))
+                if norm > c:
+                    g = (g * c / norm).astype(g.dtype, copy=False)
+                out.append((var, g, rec))
+            return out
+        if self.global_clipnorm:
+            c = float(self.global_clipnorm)
+            total = sum(float(np.sum(np.square(g, dtype=np.float64))) for _, g, _ in work)
+            norm = np.sqrt(total)
+            # Like Keras: a non-finite global norm turns every gradient into NaN.
+            scale = c * min(1.0 / norm, 1.0 / c) if np.isfinite(norm) and norm > 0 else (
+                1.0 if norm == 0 else float("nan"))
+            if scale == 1.0:
+                return work
+            return [(var, (g * scale).astype(g.dtype, copy=False), rec) for var, g, rec in work]
+        c = float(self.clipvalue)
+        return [(var, np.clip(g, -c, c), rec) for var, g, rec in work]
+
+    def _constants(self, lr: float, step: int) -> tuple:
+        """Per-step scalars shared by every variable's kernel (Python floats)."""
+        return (lr,)
+
+    def _kernel(self, v, g, slots, scratch, consts) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement _kernel")
+
+    def minimize(self, loss, var_list, tape=None) -> Variable:
+        """Differentiate ``loss`` (a zero-argument callable) and apply one update.
+
+        Args:
+            loss: a callable returning the scalar loss, computed under a new tape.
+            var_list: the variables to update.
+            tape: unused (accepted for compatibility).
+        """
+        from layerkit.autodiff.tape import GradientTape
+
+        var_list = list(var_list)
+        with GradientTape() as t:
+            value = loss()
+        grads = t.gradient(value, var_list)
+        return self.apply_gradients(zip(grads, var_list))
+
+    # ---- checkpoints and configs ------------------------------------------------------------
+    def _checkpoint_variables(self) -> dict:
+        out = {"iterations": self.iterations}
+        if self._lr_var is not None and self._lr_fn is None:
+            out["learning_rate"] = self._lr_var
+        out.update(self._slot_vars)
+        return out
+
+    def get_config(self) -> dict:
+        """The constructor arguments (a schedule is serialized as a dict)."""
+        fn = self._lr_fn
+        if fn is None:
+            lr = float(self._lr_var._v)
+        elif isinstance(fn, _schedules.LearningRateSchedule):
+            lr = _schedules.serialize(fn)
+        else:
+            lr = fn
+        return {"name": self.name, "learning_rate": lr, "weight_decay": self.weight_decay,
+                "clipnorm": self.clipnorm, "global_clipnorm": self.global_clipnorm,
+                "clipvalue": self.clipvalue}
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Optimizer:
+        """Create an optimizer from :meth:`get_config` output (no state)."""
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = _schedules.deserialize(config["learning_rate"],
+                                                             custom_objects)
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} iterations={int(self.iterations._v)}>"

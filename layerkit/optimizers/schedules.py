@@ -1,0 +1,207 @@
+"""Learning-rate schedules: callables from the optimizer step to a learning rate.
+
+An optimizer given a schedule evaluates it once per ``apply_gradients`` with its
+``iterations`` count *before* the increment (Keras semantics), so step 0 is the first
+update.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from layerkit._core.tensor import Tensor
+
+__all__ = ["LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay",
+           "serialize", "deserialize"]
+
+
+def _step(step) -> float:
+    if isinstance(step, Tensor):
+        step = step._v
+    return float(np.asarray(step))
+
+
+class LearningRateSchedule:
+    """Base class: subclass and override ``__call__(step)`` (and ``get_config``).
+
+    Example:
+        >>> class InverseTime(LearningRateSchedule):
+        ...     def __init__(self, lr):
+        ...         self.lr = lr
+        ...     def __call__(self, step):
+        ...         return self.lr / (float(step) + 1)
+        >>> InverseTime(0.1)(4)
+        0.02
+    """
+
+    def __call__(self, step) -> float:
+        raise NotImplementedError(
+            f"learning-rate schedule '{type(self).__name__}' must override __call__(step)"
+        )
+
+    def get_config(self) -> dict:
+        raise NotImplementedError(
+            f"learning-rate schedule '{type(self).__name__}' must override get_config() "
+            f"to be serializable"
+        )
+
+    @classmethod
+    def from_config(cls, config: dict) -> LearningRateSchedule:
+        return cls(**config)
+
+
+class ExponentialDecay(LearningRateSchedule):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)``.
+
+    Args:
+        initial_learning_rate: the rate at step 0.
+        decay_steps: positive int; the exponent's time scale.
+        decay_rate: the factor applied every ``decay_steps`` steps.
+        staircase: if True, ``step / decay_steps`` is floored (discrete drops).
+        name: a name for configs.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Example:
+        >>> round(ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5)(10), 6)
+        0.05
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
+                 staircase: bool = False, name: str = "ExponentialDecay") -> None:
+        if decay_steps <= 0:
+            raise ValueError(
+                f"ExponentialDecay: decay_steps must be > 0. Received: decay_steps={decay_steps}"
+            )
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name
+
+    def __call__(self, step) -> float:
+        p = _step(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return float(self.initial_learning_rate * self.decay_rate ** p)
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class CosineDecay(LearningRateSchedule):
+    """Cosine decay from ``initial_learning_rate`` to ``alpha * initial`` over ``decay_steps``.
+
+    With ``warmup_target`` set, the rate first rises linearly from
+    ``initial_learning_rate`` to ``warmup_target`` over ``warmup_steps`` and then decays
+    from ``warmup_target``. After the schedule ends the rate stays at its last value.
+
+    Args:
+        initial_learning_rate: the starting rate.
+        decay_steps: number of decay steps (after warmup).
+        alpha: the final rate as a fraction of the rate decayed from.
+        name: a name for configs.
+        warmup_target: the rate reached at the end of warmup (None: no warmup).
+        warmup_steps: the warmup length in steps.
+
+    Example:
+        >>> round(CosineDecay(1.0, decay_steps=10)(5), 6)
+        0.5
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: int, alpha: float = 0.0,
+                 name: str = "CosineDecay", warmup_target: float | None = None,
+                 warmup_steps: int = 0) -> None:
+        if decay_steps <= 0:
+            raise ValueError(
+                f"CosineDecay: decay_steps must be > 0. Received: decay_steps={decay_steps}"
+            )
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.alpha = alpha
+        self.name = name
+        self.warmup_target = warmup_target
+        self.warmup_steps = warmup_steps
+
+    def _decay(self, step: float, start_lr: float) -> float:
+        cosine = 0.5 * (1.0 + math.cos(math.pi * step / self.decay_steps))
+        return start_lr * ((1.0 - self.alpha) * cosine + self.alpha)
+
+    def __call__(self, step) -> float:
+        s = _step(step)
+        if self.warmup_target is None:
+            return float(self._decay(min(s, self.decay_steps), self.initial_learning_rate))
+        s = min(s, self.decay_steps + self.warmup_steps)
+        if s < self.warmup_steps:
+            frac = s / self.warmup_steps
+            return float(self.initial_learning_rate
+                         + (self.warmup_target - self.initial_learning_rate) * frac)
+        return float(self._decay(s - self.warmup_steps, self.warmup_target))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "alpha": self.alpha, "name": self.name,
+                "warmup_target": self.warmup_target, "warmup_steps": self.warmup_steps}
+
+
+class PiecewiseConstantDecay(LearningRateSchedule):
+    """``values[0]`` while ``step <= boundaries[0]``, ``values[i]`` while
+    ``boundaries[i-1] < step <= boundaries[i]``, ``values[-1]`` after the last boundary.
+
+    Raises:
+        ValueError: ``len(values) != len(boundaries) + 1``.
+
+    Example:
+        >>> s = PiecewiseConstantDecay([10, 20], [1.0, 0.5, 0.1])
+        >>> s(10), s(11), s(21)
+        (1.0, 0.5, 0.1)
+    """
+
+    def __init__(self, boundaries: list, values: list, name: str = "PiecewiseConstant") -> None:
+        if len(boundaries) != len(values) - 1:
+            raise ValueError(
+                f"PiecewiseConstantDecay: expected len(values) == len(boundaries) + 1. "
+                f"Received: boundaries={boundaries} (length {len(boundaries)}), "
+                f"values={values} (length {len(values)})"
+            )
+        self.boundaries = list(boundaries)
+        self.values = list(values)
+        self.name = name
+
+    def __call__(self, step) -> float:
+        s = _step(step)
+        for b, v in zip(self.boundaries, self.values):
+            if s <= b:
+                return float(v)
+        return float(self.values[-1])
+
+    def get_config(self) -> dict:
+        return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
+
+
+_SCHEDULES = {c.__name__: c for c in (ExponentialDecay, CosineDecay, PiecewiseConstantDecay)}
+
+
+def serialize(schedule: LearningRateSchedule) -> dict:
+    """``{'class_name': ..., 'config': ...}`` for a schedule."""
+    return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> LearningRateSchedule:
+    """Rebuild a schedule from :func:`serialize` output.
+
+    Raises:
+        ValueError: the class name is unknown.
+    """
+    table = dict(_SCHEDULES, **(custom_objects or {}))
+    name = config.get("class_name")
+    if name not in table:
+        raise ValueError(
+            f"unknown learning-rate schedule {name!r}; expected one of {sorted(table)} "
+            f"(pass custom_objects for your own)"
+        )
+    return table[name].from_config(dict(config.get("config", {})))
