@@ -5,9 +5,15 @@ walk is a reversed loop with no recursion (deep unrolled RNNs are fine).
 """
 from __future__ import annotations
 
+import numpy as np
+
+from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.ops.creation import zeros_like
 from layerkit.ops.elementwise import add, cast
+
+
+def _zeros_view(t: Tensor) -> Tensor:
+    return wrap(np.broadcast_to(np.zeros((), t.dtype), t.shape))
 
 
 def _accumulate(grads: dict, t: Tensor, g: Tensor) -> None:
@@ -51,7 +57,8 @@ def backward(nodes: list, targets: list, seeds: list, sources: list) -> list:
             gs = [grads.get(id(o)) for o in outs]
             if all(g is None for g in gs):
                 continue
-            gs = tuple(zeros_like(o) if g is None else g for o, g in zip(outs, gs))
+            # Outputs nobody used get zeros as a zero-stride view: no memory traffic.
+            gs = tuple(_zeros_view(o) if g is None else g for o, g in zip(outs, gs))
             in_grads = op.vjp(gs, ins, outs, needs, **attrs)
         if isinstance(in_grads, Tensor):
             in_grads = (in_grads,)

@@ -22,7 +22,9 @@ def pack_like(structure, flat: list):
     def build(s):
         if isinstance(s, dict):
             vals = {k: build(s[k]) for k in sorted(s, key=repr)}
-            return type(s)((k, vals[k]) for k in s) if type(s) is not dict else {k: vals[k] for k in s}
+            if type(s) is dict:
+                return {k: vals[k] for k in s}
+            return type(s)((k, vals[k]) for k in s)
         if isinstance(s, tuple) and hasattr(s, "_fields"):
             return type(s)(*[build(v) for v in s])
         if isinstance(s, (list, tuple)):

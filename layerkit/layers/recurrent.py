@@ -35,7 +35,10 @@ class RNN(Layer):
     """Runs a cell over the time axis of ``(batch, time, features)`` inputs.
 
     Any object following the cell contract works: ``state_size``, and
-    ``call(inputs, states) -> (output, new_states)`` with ``states`` a list.
+    ``call(inputs, states) -> (output, new_states)`` with ``states`` a list. The stock
+    ``SimpleRNNCell``, ``LSTMCell`` and ``GRUCell`` in their default form run the whole
+    sequence as one fused record (:mod:`layerkit.ops.rnn`: NumPy loops forward and
+    backward, no per-step eager ops); other cells and configurations loop step by step.
 
     Args:
         cell: the cell (e.g. ``LSTMCell(32)`` or a user's own).
@@ -99,6 +102,13 @@ class RNN(Layer):
             cell._call_accepts_training() else {}
         if hasattr(cell, "reset_dropout_mask"):
             cell.reset_dropout_mask()
+        # Stock cells in their default form run the whole sequence as one record.
+        fused = getattr(cell, "fused_sequence", None)
+        fused = fused(inputs, states, self.go_backwards, training) if fused else None
+        if fused is not None:
+            seq, states = fused
+            output = seq if self.return_sequences else states[0]
+            return [output] + states if self.return_state else output
         # Built-in cells project all time steps with one GEMM before the loop.
         if hasattr(cell, "project_inputs") and hasattr(cell, "step"):
             steps, step = _array.unstack(cell.project_inputs(inputs, **kw), axis=1), cell.step
@@ -165,7 +175,9 @@ class LSTM(_CellRNN):
     """Long short-term memory layer: ``RNN(LSTMCell(units, ...))`` (Keras layout, gates
     i, f, c, o; weights ``kernel`` (in, 4u), ``recurrent_kernel`` (u, 4u), ``bias`` (4u,)).
 
-    The input projection of all time steps is one GEMM before the loop over time.
+    With the default activations (tanh, sigmoid) and no recurrent dropout while
+    training, the whole sequence is one fused record each way (forward and BPTT in
+    NumPy, the input projection of all steps one GEMM); otherwise the step loop runs.
 
     Example:
         >>> import layerkit as lk
@@ -179,7 +191,11 @@ class LSTM(_CellRNN):
 
 class GRU(_CellRNN):
     """Gated recurrent unit layer: ``RNN(GRUCell(units, ...))`` (Keras layout, gates
-    z, r, h; ``reset_after=True``: bias (2, 3u))."""
+    z, r, h; ``reset_after=True``: bias (2, 3u)).
+
+    With ``reset_after=True``, the default activations and no recurrent dropout while
+    training, the whole sequence is one fused record each way; otherwise the step loop.
+    """
 
     cell_class = GRUCell
 

@@ -7,7 +7,13 @@ follow too: ``state_size`` (an int or a list of ints), ``call(inputs, states) ->
 
 The built-in cells also offer ``project_inputs(sequence)`` (the input projection of all
 time steps as one GEMM) and ``step(projected_t, states)``; ``call`` is the two composed,
-so there is one implementation of each recurrence.
+so there is one implementation of each recurrence for the per-step loop.
+
+``fused_sequence(inputs, states, go_backwards, training)`` runs a whole sequence as one
+record of :mod:`layerkit.ops.rnn` (forward and backward in NumPy, no per-step eager
+ops) when the cell is a stock cell in its default form (tanh / sigmoid activations, GRU
+with ``reset_after=True``, no recurrent dropout while training); otherwise it returns
+None and :class:`~layerkit.layers.RNN` loops ``step``. Both paths compute the same thing.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from layerkit.ops import elementwise as _ew
 from layerkit.ops import linalg as _linalg
 from layerkit.ops import nn as _nn
 from layerkit.ops import random as _random
+from layerkit.ops import rnn as _rnn
 
 __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell"]
 
@@ -121,6 +128,29 @@ class _Cell(Layer):
     def call(self, inputs, states, training=None):
         states = list(states) if isinstance(states, (list, tuple)) else [states]
         return self.step(self.project_inputs(inputs, training), states, training)
+
+    def _fusable(self, training) -> bool:
+        # Exact stock classes only: a subclass may override step or the projection.
+        return (type(self) in _SEQUENCE and self.activation is _ew.tanh
+                and getattr(self, "recurrent_activation", _ew.sigmoid) is _ew.sigmoid
+                and getattr(self, "reset_after", True)
+                and not (training and self.recurrent_dropout))
+
+    def fused_sequence(self, inputs, states: list, go_backwards: bool = False,
+                       training=None):
+        """``(sequence, final_states)`` for a whole (batch, time, features) input from
+        one fused record, or None when this cell's configuration needs the step loop.
+
+        Input dropout uses the same per-sequence mask as the step loop would.
+        """
+        if not self._fusable(training):
+            return None
+        dp = self._mask(0, inputs[:, 0], self.dropout, training)
+        if dp is not None:
+            inputs = _ew.multiply(inputs, _array.expand_dims(dp, 1))
+        out = _SEQUENCE[type(self)](inputs, self.kernel, self.recurrent_kernel, self.bias,
+                                    *states, go_backwards=go_backwards)
+        return out[0], list(out[1:])
 
     def get_config(self) -> dict:
         return {**super().get_config(), "units": self.units,
@@ -249,3 +279,8 @@ class GRUCell(_Cell):
     def get_config(self) -> dict:
         return {**super().get_config(), "reset_after": self.reset_after,
                 "recurrent_activation": activations.serialize(self.recurrent_activation)}
+
+
+# The whole-sequence record of each stock cell (see ``_Cell.fused_sequence``).
+_SEQUENCE = {SimpleRNNCell: _rnn.simple_rnn_sequence, LSTMCell: _rnn.lstm_sequence,
+             GRUCell: _rnn.gru_sequence}

@@ -245,3 +245,179 @@ def test_rnn_rejects_empty_sequence_and_bad_rank():
         LSTM(2)(np.zeros((1, 0, 3), np.float32))
     with pytest.raises(ValueError, match=r"min_ndim=3.*ndim=2"):
         LSTM(2)(np.zeros((1, 3), np.float32))
+
+
+# ---- the fused whole-sequence path (layerkit/ops/rnn.py) vs the per-step loop ----------
+class LoopSimpleRNNCell(SimpleRNNCell):
+    """Stock cells seen as user cells: RNN takes the generic per-step loop for them."""
+
+
+class LoopLSTMCell(LSTMCell):
+    pass
+
+
+class LoopGRUCell(GRUCell):
+    pass
+
+
+_LOOP_CELL = {SimpleRNN: LoopSimpleRNNCell, LSTM: LoopLSTMCell, GRU: LoopGRUCell}
+
+
+def _fused_and_loop(cls, x, weights_seed=1, **kwargs):
+    """A stock layer and an RNN over the subclassed cell with the same weights."""
+    layer_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in
+                ("return_sequences", "return_state", "go_backwards", "dtype")}
+    fused = cls(4, **layer_kw, **kwargs)
+    loop = RNN(_LOOP_CELL[cls](4, dtype=layer_kw.get("dtype", "float32"), **kwargs),
+               **layer_kw)
+    fused(x)
+    loop(x)
+    loop.set_weights(_set_random_weights(fused, weights_seed))
+    return fused, loop
+
+
+def _outputs_and_grads(layer, x, **call_kwargs):
+    xt = lk.constant(x)
+    with lk.GradientTape() as tape:
+        tape.watch(xt)
+        out = layer(xt, **call_kwargs)
+        outs = out if isinstance(out, list) else [out]
+        w = [lk.constant(np.linspace(-1, 1, o.size).reshape(o.shape).astype(o.dtype))
+             for o in outs]
+        loss = sum(lk.reduce_sum(o * wi) for o, wi in zip(outs, w))
+    grads = tape.gradient(loss, [xt] + layer.trainable_weights)
+    return [o.numpy() for o in outs], [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("cls", [SimpleRNN, LSTM, GRU])
+@pytest.mark.parametrize("config", [
+    {}, {"return_sequences": True}, {"return_state": True, "go_backwards": True},
+    {"return_sequences": True, "return_state": True, "use_bias": False}])
+def test_fused_path_matches_the_step_loop(cls, config):
+    x = _x(3, 6, 5)
+    fused, loop = _fused_and_loop(cls, x, **config)
+    assert fused.cell.fused_sequence is not None and \
+        loop.cell.fused_sequence(lk.constant(x), [lk.zeros((3, 4))] * 2) is None
+    out_f, grads_f = _outputs_and_grads(fused, x)
+    out_l, grads_l = _outputs_and_grads(loop, x)
+    assert len(out_f) == len(out_l)
+    for a, b in zip(out_f + grads_f, out_l + grads_l):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls", [SimpleRNN, LSTM, GRU])
+def test_fused_path_with_initial_state_matches_the_step_loop(cls):
+    x = _x(2, 5, 3)
+    fused, loop = _fused_and_loop(cls, x, return_sequences=True, return_state=True)
+    states = [_x(2, 4, seed=7 + i) for i in range(2 if cls is LSTM else 1)]
+    out_f, grads_f = _outputs_and_grads(fused, x, initial_state=states)
+    out_l, grads_l = _outputs_and_grads(loop, x, initial_state=states)
+    for a, b in zip(out_f + grads_f, out_l + grads_l):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_path_only_for_stock_default_cells():
+    x, states = lk.constant(_x(2, 3, 3)), [lk.zeros((2, 4))] * 2
+
+    def fused(cell, training=None):
+        cell(x[:, 0], states[:len(_sizes_of(cell))])  # build
+        return cell.fused_sequence(x, states[:len(_sizes_of(cell))], training=training)
+
+    assert fused(LSTMCell(4)) is not None and fused(GRUCell(4)) is not None
+    assert fused(SimpleRNNCell(4)) is not None
+    assert fused(LSTMCell(4, activation="relu")) is None
+    assert fused(LSTMCell(4, recurrent_activation="tanh")) is None
+    assert fused(GRUCell(4, reset_after=False)) is None
+    assert fused(SimpleRNNCell(4, activation="sigmoid")) is None
+    rd = LSTMCell(4, recurrent_dropout=0.5, seed=1)
+    assert fused(rd, training=True) is None and fused(rd, training=False) is not None
+    assert fused(LSTMCell(4, dropout=0.5, seed=1), training=True) is not None
+
+
+def _sizes_of(cell):
+    s = cell.state_size
+    return list(s) if isinstance(s, (list, tuple)) else [s]
+
+
+def test_non_default_cells_still_match_numpy_through_the_loop():
+    x = _x(2, 4, 3)
+    layer = LSTM(3, activation="relu", return_sequences=True)
+    layer(x)
+    k, r, b = _set_random_weights(layer)
+    u, h, c, outs = 3, np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32), []
+    for t in range(4):
+        z = x[:, t] @ k + h @ r + b
+        c = sigmoid(z[:, u:2 * u]) * c + sigmoid(z[:, :u]) * np.maximum(z[:, 2 * u:3 * u], 0)
+        h = sigmoid(z[:, 3 * u:]) * np.maximum(c, 0)
+        outs.append(h)
+    np.testing.assert_allclose(layer(x).numpy(), np.stack(outs, 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls", [LSTM, GRU, SimpleRNN])
+def test_fused_input_dropout_uses_the_same_mask_as_the_loop(cls):
+    x = _x(4, 5, 3)
+    fused, loop = _fused_and_loop(cls, x, return_sequences=True, dropout=0.4, seed=3)
+    y_f = fused(x, training=True).numpy()
+    y_l = loop(x, training=True).numpy()
+    np.testing.assert_allclose(y_f, y_l, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(y_f, fused(x).numpy())  # the mask changed the output
+    np.testing.assert_allclose(fused(x).numpy(), loop(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_fused_layers_second_order_float64():
+    x = _x(2, 3, 2).astype(np.float64)
+    check_layer_grads(LSTM(2, dtype="float64", return_state=True, go_backwards=True), [x],
+                      order=2)
+    check_layer_grads(GRU(2, dtype="float64", return_sequences=True), [x], order=2)
+
+
+def test_stacked_fused_layers_match_the_loop():
+    # The sequence output is a time-major view; the next layer reads it back as such.
+    x = _x(3, 7, 4)
+    first, first_loop = _fused_and_loop(LSTM, x, return_sequences=True)
+    y = first(x)
+    second, second_loop = _fused_and_loop(GRU, y.numpy(), go_backwards=True, weights_seed=2)
+    xt = lk.constant(x)
+    for a, b in ((first, second), (first_loop, second_loop)):
+        with lk.GradientTape() as tape:
+            tape.watch(xt)
+            out = b(a(xt))
+            loss = lk.reduce_sum(out * out)
+        g = tape.gradient(loss, [xt] + a.trainable_weights)
+        if a is first:
+            want_out, want_g = out.numpy(), [gi.numpy() for gi in g]
+    np.testing.assert_allclose(out.numpy(), want_out, rtol=1e-5, atol=1e-6)
+    for gi, w in zip(g, want_g):
+        np.testing.assert_allclose(gi.numpy(), w, rtol=1e-4, atol=1e-6)
+
+    class Stack(Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.first = LSTM(3, return_sequences=True, dtype="float64")
+            self.second = GRU(2, dtype="float64")
+
+        def call(self, inputs):
+            return self.second(self.first(inputs))
+
+    check_layer_grads(Stack(dtype="float64"), [x[:2, :3].astype(np.float64)])
+
+
+def test_traced_training_step_keeps_one_backward_record():
+    # Under lk.function the backward is traced from the vjps: the LSTM's is one BPTT
+    # record, not hundreds of per-step ops.
+    function = pytest.importorskip("layerkit.autodiff.function").function
+    x = lk.constant(_x(3, 6, 4))
+    layer = LSTM(5)
+    layer(x)
+
+    def step(x):
+        with lk.GradientTape() as tape:
+            loss = lk.reduce_sum(layer(x))
+        return tape.gradient(loss, layer.trainable_weights)
+
+    traced = function(step)
+    for got, want in zip(traced(x), step(x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+    graph = str(traced.get_concrete_function(x).graph)
+    assert graph.count("lstm_sequence_grad(") == 1 and "tanh" not in graph

@@ -13,13 +13,14 @@ import pytest
 import layerkit.ops
 from layerkit._core.op import Op
 from layerkit.autodiff.check import check_grads
-from tests.ops import rows_conv, rows_elementwise, rows_nn, rows_reduce_array_linalg
+from tests.ops import rows_conv, rows_elementwise, rows_nn, rows_reduce_array_linalg, rows_rnn
 
 ROWS = [
     *rows_elementwise.ROWS,
     *rows_reduce_array_linalg.ROWS,
     *rows_nn.ROWS,
     *rows_conv.ROWS,
+    *rows_rnn.ROWS,
 ]
 
 
