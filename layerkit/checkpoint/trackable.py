@@ -10,6 +10,9 @@ An object takes part in checkpoints by defining any of:
   iterator's position and buffers). Objects with ``get_state()``/``set_state()`` (data
   iterators, ``lk.random.Generator``) are treated the same way.
 
+Variables, lists, tuples and dicts found among the children are handled by the
+checkpoint itself (a Variable child is saved as a variable of its parent).
+
 Deferred restoration: when a checkpoint holds a value for a variable that its owner
 has not created yet (an unbuilt layer, optimizer slots before the first step), the
 checkpoint parks it with :func:`defer`; the owner calls :func:`take_deferred` when it
@@ -51,11 +54,18 @@ def variables(obj) -> dict:
     return dict(fn()) if fn is not None else {}
 
 
+def has_state(obj) -> bool:
+    """Whether ``obj`` carries non-variable state (``_checkpoint_state`` or get/set_state)."""
+    if hasattr(obj, "_checkpoint_state"):
+        return hasattr(obj, "_restore_checkpoint_state")
+    return callable(getattr(obj, "get_state", None)) and callable(getattr(obj, "set_state", None))
+
+
 def get_state(obj):
     fn = getattr(obj, "_checkpoint_state", None) or getattr(obj, "get_state", None)
     return fn() if fn is not None else None
 
 
 def set_state(obj, state) -> None:
-    fn = getattr(obj, "_restore_checkpoint_state", None) or getattr(obj, "set_state")
+    fn = getattr(obj, "_restore_checkpoint_state", None) or obj.set_state
     fn(state)

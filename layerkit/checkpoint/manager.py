@@ -1,0 +1,153 @@
+"""``lk.CheckpointManager``: numbered saves in a directory, with rotation."""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+from layerkit.checkpoint import index as _index
+from layerkit.checkpoint.checkpoint import Checkpoint
+from layerkit.checkpoint.format import _TMP_TAG
+
+__all__ = ["CheckpointManager"]
+
+
+class CheckpointManager:
+    """Keep the last few checkpoints of a :class:`Checkpoint` in a directory.
+
+    Each :meth:`save` writes ``{directory}/{checkpoint_name}-{n}`` atomically, then
+    rewrites the directory's index atomically, then deletes checkpoints beyond
+    ``max_to_keep`` (oldest first). A crash at any point leaves the index naming only
+    complete files. A manager created on a directory that already has an index takes
+    over its checkpoints (and their rotation).
+
+    Args:
+        checkpoint: the :class:`Checkpoint` to save.
+        directory: where to save; created if needed.
+        max_to_keep: how many recent checkpoints to keep (None keeps all).
+        keep_checkpoint_every_n_hours: additionally keep (never delete) one checkpoint
+            per this many hours of saving, as in TensorFlow.
+        checkpoint_name: the file prefix inside ``directory``.
+
+    Example:
+        >>> manager = lk.CheckpointManager(ckpt, "/tmp/run", max_to_keep=3)  # doctest: +SKIP
+        >>> ckpt.restore(manager.latest_checkpoint)   # None on the first run  # doctest: +SKIP
+        >>> manager.save()                             # '/tmp/run/ckpt-1'      # doctest: +SKIP
+    """
+
+    def __init__(self, checkpoint: Checkpoint, directory, max_to_keep: int | None = 5,
+                 keep_checkpoint_every_n_hours: float | None = None,
+                 checkpoint_name: str = "ckpt") -> None:
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"CheckpointManager: expected an lk.Checkpoint, received "
+                            f"{type(checkpoint).__name__}")
+        if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep < 1):
+            raise ValueError(f"CheckpointManager: max_to_keep must be a positive int or None, "
+                             f"received {max_to_keep!r}")
+        if keep_checkpoint_every_n_hours is not None and keep_checkpoint_every_n_hours <= 0:
+            raise ValueError(f"CheckpointManager: keep_checkpoint_every_n_hours must be "
+                             f"positive, received {keep_checkpoint_every_n_hours!r}")
+        if not checkpoint_name or os.sep in checkpoint_name:
+            raise ValueError(f"CheckpointManager: checkpoint_name must be a plain file name, "
+                             f"received {checkpoint_name!r}")
+        self._checkpoint = checkpoint
+        self._directory = os.fspath(directory)
+        self._max_to_keep = max_to_keep
+        self._keep_hours = keep_checkpoint_every_n_hours
+        self._name = checkpoint_name
+        self._prefix = os.path.join(self._directory, checkpoint_name)
+        os.makedirs(self._directory, exist_ok=True)
+        self._remove_stale_temp_files()
+        state = _index.read_index(self._directory)
+        if state is None:
+            self._managed: list[tuple[str, float]] = []
+            self._last_preserved = _index._clock()
+        else:
+            self._managed = [(p, t) for p, t in state["checkpoints"] if os.path.isfile(p)]
+            self._last_preserved = state["last_preserved_time"] or _index._clock()
+
+    @property
+    def directory(self) -> str:
+        return self._directory
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return self._checkpoint
+
+    @property
+    def checkpoints(self) -> list:
+        """Paths of the managed checkpoints, oldest first."""
+        return [p for p, _ in self._managed]
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        """The newest managed checkpoint, or None."""
+        return self._managed[-1][0] if self._managed else None
+
+    def save(self, checkpoint_number=None) -> str:
+        """Save a new checkpoint, update the index, and delete old checkpoints.
+
+        Args:
+            checkpoint_number: the number in the file name (an int, or a Variable/Tensor
+                such as ``optimizer.iterations``); default the checkpoint's save counter.
+                The save counter is incremented either way.
+
+        Returns:
+            the path of the new checkpoint.
+        """
+        number = None if checkpoint_number is None else int(checkpoint_number)
+        path = self._checkpoint._save_numbered(self._prefix, number)
+        managed = [(p, t) for p, t in self._managed if p != path] + [(path, _index._clock())]
+        managed, doomed, last_preserved = self._sweep(managed)
+        _index.write_index(self._directory, path, managed, last_preserved)
+        self._managed, self._last_preserved = managed, last_preserved
+        for p in doomed:   # only after the index no longer names them
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(p)
+        return path
+
+    def restore_or_initialize(self) -> str | None:
+        """Restore the latest checkpoint if there is one; return its path or None."""
+        latest = self.latest_checkpoint
+        if latest is not None:
+            self._checkpoint.restore(latest)
+        return latest
+
+    def _sweep(self, managed: list) -> tuple:
+        last_preserved, doomed = self._last_preserved, []
+        if self._max_to_keep is None:
+            return managed, doomed, last_preserved
+        managed = list(managed)
+        while len(managed) > self._max_to_keep:
+            p, t = managed.pop(0)
+            if self._keep_hours and t - self._keep_hours * 3600.0 >= last_preserved:
+                last_preserved = t   # kept on disk, no longer rotated
+                continue
+            doomed.append(p)
+        return managed, doomed, last_preserved
+
+    def _remove_stale_temp_files(self) -> None:
+        # A save killed before its rename leaves ".{name}-N.tmp-{pid}-{token}"; remove
+        # those whose writer process is gone (a live writer may still be using its file).
+        pattern = re.compile(rf"^\.{re.escape(self._name)}-\d+{re.escape(_TMP_TAG)}(\d+)-")
+        for entry in os.listdir(self._directory):
+            m = pattern.match(entry)
+            if m and not _pid_alive(int(m.group(1))):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(self._directory, entry))
+
+    def __repr__(self) -> str:
+        return (f"<CheckpointManager '{self._prefix}' max_to_keep={self._max_to_keep} "
+                f"checkpoints={len(self._managed)}>")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
