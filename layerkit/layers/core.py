@@ -176,6 +176,14 @@ class Dropout(Layer):
         seed = self._generator.next_seed() if self._generator is not None else None
         return _nn.dropout(inputs, self.rate, noise_shape=self.noise_shape, seed=seed)
 
+    def _checkpoint_children(self) -> dict:
+        # A seeded layer owns its mask stream: checkpoints save its position so a
+        # resumed run draws the same masks.
+        children = super()._checkpoint_children()
+        if self._generator is not None:
+            children["seed_generator"] = self._generator
+        return children
+
     def get_config(self) -> dict:
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,
                 "seed": self.seed}

@@ -339,3 +339,18 @@ def test_generator_object_is_trackable(tmp_path):
     h = lk_random.Generator(77)
     Checkpoint(g=h).restore(path).assert_consumed()
     assert h.next_seed() == expected
+
+
+def test_seeded_dropout_mask_stream_resumes(tmp_path):
+    import layerkit as lk
+
+    x = np.ones((2, 8), np.float32)
+    d = lk.layers.Dropout(0.5, seed=3)
+    d(x, training=True)
+    path = lk.Checkpoint(layer=d).write(str(tmp_path / "c"))
+    expected = d(x, training=True).numpy()
+    fresh = lk.layers.Dropout(0.5, seed=3)
+    lk.Checkpoint(layer=fresh).read(path)
+    np.testing.assert_array_equal(fresh(x, training=True).numpy(), expected)
+    # Without the restore the fresh layer would draw the first mask again.
+    assert not np.array_equal(lk.layers.Dropout(0.5, seed=3)(x, training=True).numpy(), expected)
