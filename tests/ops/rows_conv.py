@@ -1,0 +1,78 @@
+"""Gradient-table rows for layerkit/ops/conv.py: one or more rows per differentiable record.
+
+Each row: ``{"name": <Op.name>, "fn": f(*Tensors), "args": [float64 arrays], "order": 2}``
+for ``layerkit.autodiff.check.check_grads(row["fn"], row["args"], order=row["order"])``.
+Sizes are tiny; max-pool inputs are distinct values spaced far more than the
+finite-difference step apart, so no window's argmax flips during the check.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from layerkit.ops import conv as C
+
+_rng = np.random.default_rng(7)
+
+
+def _r(*shape) -> np.ndarray:
+    return _rng.standard_normal(shape)
+
+
+def _distinct(*shape) -> np.ndarray:
+    # A random permutation of well-separated values: no ties in any pooling window.
+    n = int(np.prod(shape))
+    return (_rng.permutation(n).astype(np.float64) * 0.1 - n * 0.05).reshape(shape)
+
+
+_EXPLICIT = [[0, 0], [1, 0], [0, 2], [0, 0]]
+
+ROWS = [
+    # ---- conv2d and its backprops --------------------------------------------------
+    {"name": "conv2d", "order": 2, "args": [_r(2, 5, 5, 2), _r(3, 3, 2, 3)],
+     "fn": lambda x, w: C.conv2d(x, w, strides=1, padding="SAME")},
+    {"name": "conv2d", "order": 2, "args": [_r(1, 6, 5, 2), _r(2, 3, 2, 2)],
+     "fn": lambda x, w: C.conv2d(x, w, strides=2, padding=_EXPLICIT)},
+    {"name": "conv2d", "order": 2, "args": [_r(1, 5, 4, 4), _r(2, 2, 4, 2)],
+     "fn": lambda x, w: C.conv2d(x, w, strides=[1, 2], padding="SAME")},
+    {"name": "conv2d", "order": 2, "args": [_r(1, 6, 6, 1), _r(2, 2, 1, 2)],
+     "fn": lambda x, w: C.conv2d(x, w, strides=1, padding="VALID", dilations=2)},
+    {"name": "conv2d_backprop_input", "order": 2, "args": [_r(2, 3, 3, 3), _r(3, 3, 2, 3)],
+     "fn": lambda g, w: C.conv2d_backprop_input((2, 5, 5, 2), w, g, strides=2,
+                                                padding="SAME")},
+    {"name": "conv2d_backprop_filter", "order": 2, "args": [_r(2, 5, 4, 2), _r(2, 3, 2, 3)],
+     "fn": lambda x, g: C.conv2d_backprop_filter(x, (3, 3, 2, 3), g, strides=2,
+                                                 padding="SAME")},
+    {"name": "conv2d_backprop_input", "order": 2, "args": [_r(1, 4, 4, 2), _r(3, 3, 2, 2)],
+     "fn": lambda g, w: C.conv2d_transpose(g, w, (1, 4, 4, 2), strides=1, padding="SAME")},
+    # ---- depthwise -----------------------------------------------------------------
+    {"name": "depthwise_conv2d", "order": 2, "args": [_r(2, 5, 5, 2), _r(3, 3, 2, 2)],
+     "fn": lambda x, w: C.depthwise_conv2d(x, w, [1, 2, 2, 1], "SAME")},
+    {"name": "depthwise_conv2d", "order": 2, "args": [_r(1, 6, 6, 3), _r(2, 2, 3, 1)],
+     "fn": lambda x, w: C.depthwise_conv2d(x, w, [1, 1, 1, 1], "VALID", dilations=[2, 2])},
+    {"name": "depthwise_conv2d_backprop_input", "order": 2,
+     "args": [_r(1, 3, 3, 4), _r(3, 3, 2, 2)],
+     "fn": lambda g, w: C.depthwise_conv2d_backprop_input((1, 5, 5, 2), w, g, [1, 2, 2, 1],
+                                                          "SAME")},
+    {"name": "depthwise_conv2d_backprop_filter", "order": 2,
+     "args": [_r(1, 5, 5, 2), _r(1, 3, 3, 4)],
+     "fn": lambda x, g: C.depthwise_conv2d_backprop_filter(x, (3, 3, 2, 2), g, [1, 2, 2, 1],
+                                                           "SAME")},
+    # ---- max pooling (no ties) -----------------------------------------------------
+    {"name": "max_pool2d", "order": 2, "args": [_distinct(2, 4, 4, 2)],
+     "fn": lambda x: C.max_pool2d(x, 2, 2, "VALID")},
+    {"name": "max_pool2d", "order": 2, "args": [_distinct(1, 5, 5, 2)],
+     "fn": lambda x: C.max_pool2d(x, 3, 2, "SAME")},
+    {"name": "max_pool2d_grad", "order": 2, "args": [_distinct(1, 5, 5, 2), _r(1, 3, 3, 2)],
+     "fn": lambda x, g: C.max_pool2d_grad(x, C.max_pool2d(x, 3, 2, "SAME"), g, 3, 2, "SAME")},
+    {"name": "max_pool2d_grad_grad", "order": 2,
+     "args": [_distinct(1, 5, 5, 2), _r(1, 5, 5, 2)],
+     "fn": lambda x, h: C.max_pool2d_grad_grad(x, C.max_pool2d(x, 3, 2, "SAME"), h, 3, 2,
+                                               "SAME")},
+    # ---- average pooling -----------------------------------------------------------
+    {"name": "avg_pool2d", "order": 2, "args": [_r(2, 4, 4, 2)],
+     "fn": lambda x: C.avg_pool2d(x, 2, 2, "VALID")},
+    {"name": "avg_pool2d", "order": 2, "args": [_r(1, 5, 5, 2)],
+     "fn": lambda x: C.avg_pool2d(x, 3, 2, "SAME")},
+    {"name": "avg_pool2d_grad", "order": 2, "args": [_r(1, 3, 3, 2)],
+     "fn": lambda g: C.avg_pool2d_grad((1, 5, 5, 2), g, 3, 2, "SAME")},
+]
