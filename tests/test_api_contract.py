@@ -16,6 +16,7 @@ reduce_std reduce_all reduce_any argmax argmin cumsum
 matmul tensordot einsum transpose reshape expand_dims squeeze concat stack unstack split tile
 pad gather gather_nd broadcast_to slice reverse norm
 GradientTape gradients_function value_and_gradients_function custom_gradient stop_gradient
+function TensorSpec Model Sequential Input Checkpoint CheckpointManager latest_checkpoint
 """.split()
 
 NN = """relu relu6 leaky_relu elu selu gelu softplus silu softmax log_softmax conv2d
@@ -34,6 +35,7 @@ SIGNATURES = {
     "gradients_function": ["f", "params"],
     "value_and_gradients_function": ["f", "params"],
     "constant": ["value", "dtype"],
+    "function": ["f", "input_signature", "jit"],
     "convert_to_tensor": ["value", "dtype"],
 }
 

@@ -5,8 +5,8 @@ here. The eager hot path reads ``RECORDERS`` once: an empty list means "just com
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 # Active recorders, innermost last. Each has ``record(op, inputs, outputs, attrs)`` and
 # ``read_variable(var)``.
@@ -41,3 +41,8 @@ def paused(recorder) -> Iterator[None]:
         yield
     finally:
         RECORDERS.insert(min(idx, len(RECORDERS)), recorder)
+
+
+def tracing() -> bool:
+    """True while an ``lk.function`` trace is recording (ops may skip value checks)."""
+    return any(getattr(r, "tracing", False) for r in RECORDERS)

@@ -112,6 +112,7 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
 def constant(value, dtype=None) -> Tensor:
     """Create a Tensor holding a copy of ``value`` (optionally cast to ``dtype``)."""
     a = to_array(value, dtype)
-    if isinstance(value, (np.ndarray, Tensor)) and a is (value._v if isinstance(value, Tensor) else value):
+    src = value._v if isinstance(value, Tensor) else value
+    if a is src:  # never alias the caller's array: Tensors are immutable
         a = a.copy()
     return Tensor(a)

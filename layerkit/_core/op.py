@@ -10,7 +10,7 @@ saying which inputs need a gradient; it returns one gradient (or None) per input
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -26,15 +26,19 @@ _SCALARS = (float, int, bool)
 class Op:
     """One primitive: forward on arrays, vjp in lk ops, optional numexpr template."""
 
-    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs")
+    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs", "stateful")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None,
-                 expr: str | None = None, num_outputs: int = 1) -> None:
+                 expr: str | None = None, num_outputs: int = 1,
+                 stateful: bool = False) -> None:
         self.name = name
         self.forward = forward
         self.vjp = vjp
         self.expr = expr
         self.num_outputs = num_outputs  # 1, a fixed n, or -1 for "a tuple of any length"
+        # Stateful records (random draws, in-place updates) are never constant-folded or
+        # merged by graph passes and are re-run on every call of a traced function.
+        self.stateful = stateful
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
@@ -127,7 +131,3 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
     for r in recs:
         r.record(op, ins, outs, attrs)
     return result
-
-
-def is_float(t: Tensor) -> bool:
-    return np.asarray(t._v).dtype.kind in "fc" if not hasattr(t._v, "dtype") else t._v.dtype.kind in "fc"

@@ -5,10 +5,20 @@ import itertools
 
 import numpy as np
 
+from layerkit._core.context import RECORDERS
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.tensor import Tensor
 
 _uid = itertools.count()
+
+
+def _notify(hook: str, *args) -> None:
+    # Recorders that care (the lk.function tracer) record assignments and snapshot reads
+    # as graph nodes; tapes have no such hook. Only reached when a recorder is active.
+    for r in tuple(RECORDERS):
+        fn = getattr(r, hook, None)
+        if fn is not None:
+            fn(*args)
 
 
 class Variable(Tensor):
@@ -57,7 +67,10 @@ class Variable(Tensor):
 
     def value(self) -> Tensor:
         """A Tensor snapshot of the current value."""
-        return Tensor(self._v.copy())
+        t = Tensor(self._v.copy())
+        if RECORDERS:  # a tracer (lk.function) turns the snapshot into a live read
+            _notify("record_read_value", self, t)
+        return t
 
     def read_value(self) -> Tensor:
         return self.value()
@@ -71,20 +84,26 @@ class Variable(Tensor):
             )
         return a
 
-    def assign(self, value) -> "Variable":
+    def assign(self, value) -> Variable:
         """Set the value in place; the shape must match. Returns the variable."""
         a = self._checked(value, "assign")
         # Replace rather than write in place: a tape may hold the old array.
+        if RECORDERS:  # before the update, so a tracer can also undo it
+            _notify("record_assign", self, "assign", value)
         self._v = a.astype(self._v.dtype, copy=True)
         return self
 
-    def assign_add(self, delta) -> "Variable":
+    def assign_add(self, delta) -> Variable:
         a = self._checked(delta, "assign_add")
+        if RECORDERS:  # before the update, so a tracer can also undo it
+            _notify("record_assign", self, "assign_add", delta)
         self._v = (self._v + a).astype(self._v.dtype, copy=False)
         return self
 
-    def assign_sub(self, delta) -> "Variable":
+    def assign_sub(self, delta) -> Variable:
         a = self._checked(delta, "assign_sub")
+        if RECORDERS:  # before the update, so a tracer can also undo it
+            _notify("record_assign", self, "assign_sub", delta)
         self._v = (self._v - a).astype(self._v.dtype, copy=False)
         return self
 

@@ -1,7 +1,7 @@
 """gradients_function / value_and_gradients_function: thin front doors over the tape."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from layerkit._core.convert import convert_to_tensor
 from layerkit.autodiff.tape import GradientTape

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 from layerkit._core import context
 from layerkit._core.convert import convert_to_tensor

@@ -5,12 +5,12 @@ import numpy as np
 
 from layerkit._core import context
 from layerkit._core.convert import convert_to_tensor
+from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit._core.op import wrap
 from layerkit.ops.creation import zeros_like
 
 
@@ -53,7 +53,7 @@ class GradientTape:
         self._used = False
 
     # ---- context management --------------------------------------------------------
-    def __enter__(self) -> "GradientTape":
+    def __enter__(self) -> GradientTape:
         if self._recording:
             raise RuntimeError("this GradientTape is already recording (entered twice)")
         self._recording = True

@@ -1,0 +1,439 @@
+"""The executor: a graph compiled to one flat Python function over NumPy arrays.
+
+Each node becomes one line of generated code (``r7 = F3(r2, r5, axis=A3_0)``): no
+Tensor objects, no recorder checks, no dict lookups, values in local variables. This
+is what removes eager mode's per-op overhead (see benchmarks/bench_function.py).
+
+Elementwise ops whose forward is a NumPy ufunc write into preallocated output buffers
+(``out=``) that are reused across calls and, within a call, by later values once a
+buffer's last reader has run (in place when an input dies at the op that replaces it).
+Buffers never escape: a value that is returned, kept for the backward pass, or may be
+a view of such a value gets a fresh array on every call. A call that finds the buffers
+in use (another thread, recursion) allocates its own set.
+
+Fused regions run in the mode chosen by the dispatch rule in :mod:`.numexpr_kernel`:
+``numexpr`` (one compiled expression), ``blocks`` (the region's ufuncs over row blocks
+that stay in cache) or ``numpy`` (the region's ufuncs inline, with buffers).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from layerkit.autodiff.function import numexpr_kernel as nek
+from layerkit.autodiff.function.fuse import Region, render
+from layerkit.autodiff.function.graph import Graph, Node
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _assign(var, value) -> None:
+    # Mirrors Variable.assign/assign_add/assign_sub (replace, never write in place: a
+    # tape or an earlier result may hold the old array).
+    var._v = np.asarray(value).astype(var._v.dtype, copy=True)
+
+
+def _assign_add(var, value) -> None:
+    var._v = (var._v + value).astype(var._v.dtype, copy=False)
+
+
+def _assign_sub(var, value) -> None:
+    var._v = (var._v - value).astype(var._v.dtype, copy=False)
+
+
+_ASSIGN = {"assign": _assign, "assign_add": _assign_add, "assign_sub": _assign_sub}
+
+
+def _is_ufunc_node(node: Node) -> bool:
+    return node.kind == "op" and isinstance(node.op.forward, np.ufunc) and not node.attrs
+
+
+def _bufferable(graph: Graph, vid: int) -> bool:
+    v = graph.values[vid]
+    return v.nd and len(v.shape) >= 1
+
+
+class Program:
+    """A compiled graph: ``run(*param_arrays) -> list of flat output values``."""
+
+    def __init__(self, graph: Graph, keep: list | None = None) -> None:
+        self.graph = graph
+        self.keep = list(keep or [])
+        self.source = ""
+        self._fn = None
+        self._buf_specs: list = []
+        self._bufs = None
+        self._lock = threading.Lock()
+        self._build()
+
+    # ---- running ---------------------------------------------------------------------------
+    def run(self, params: list):
+        lock = self._lock
+        if lock.acquire(False):
+            try:
+                bufs = self._bufs
+                return self._fn(self._alloc() if bufs is None else bufs, *params)
+            finally:
+                lock.release()
+        return self._fn([np.empty(s, d) for s, d in self._buf_specs], *params)
+
+    def _alloc(self) -> list:
+        self._bufs = [np.empty(s, d) for s, d in self._buf_specs]
+        return self._bufs
+
+    # ---- code generation ---------------------------------------------------------------------
+    def _build(self) -> None:
+        g = self.graph
+        ns: dict = {"np": np}
+        self._ns = ns
+        instrs = self._linearize()
+        plan = self._plan_buffers(instrs)
+        lines = [f"def __run(B, {', '.join(f'r{p}' for p in g.params)}):"
+                 if g.params else "def __run(B):"]
+        if self._buf_specs:
+            names = ", ".join(f"b{j}" for j in range(len(self._buf_specs)))
+            lines.append(f"    {names}, = B")
+        for k, ins in enumerate(instrs):
+            lines.extend("    " + ln for ln in self._emit(k, ins, plan.get(k)))
+        outs = []
+        # Returned arrays must be the caller's own: a Variable's array may later be
+        # updated in place (optimizers do), a constant is shared by every call.
+        read_vids = {n.outs[0] for n in g.nodes if n.kind == "read"}
+        for kind, x in g.outputs:
+            if kind == "value":
+                v = g.values[x]
+                own = x in read_vids or (v.kind == "const" and v.nd)
+                outs.append(f"{self._ref(x)}.copy()" if own else self._ref(x))
+        for vid in self.keep:
+            outs.append(self._ref(vid))
+        lines.append(f"    return ({', '.join(outs)}{',' if outs else ''})")
+        self.source = "\n".join(lines)
+        exec(compile(self.source, f"<lk.function {g.name}>", "exec"), ns)  # noqa: S102
+        self._fn = ns["__run"]
+
+    def _ref(self, vid: int) -> str:
+        v = self.graph.values[vid]
+        if v.kind == "const":
+            name = f"k{vid}"
+            self._ns[name] = v.const
+            return name
+        return f"r{vid}"
+
+    def _linearize(self) -> list:
+        """Instructions: nodes, with ``numpy``-mode regions expanded to their members."""
+        out = []
+        for n in self.graph.nodes:
+            if n.kind == "fused" and n.region.mode == "numpy":
+                out.extend(n.region.members)
+            else:
+                out.append(n)
+        return out
+
+    # ---- buffer planning ---------------------------------------------------------------------
+    def _plan_buffers(self, instrs: list) -> dict:
+        """Map instruction index -> buffer index for its output (see the module docstring)."""
+        g = self.graph
+        roots: dict[int, frozenset] = {}
+        candidate: set = set()
+        for n in instrs:
+            elementwise = _is_ufunc_node(n) or (n.kind == "fused" and n.region.mode != "numpy")
+            if elementwise and len(n.outs) == 1 and _bufferable(g, n.outs[0]):
+                candidate.add(n.outs[0])
+                roots[n.outs[0]] = frozenset((n.outs[0],))
+            elif n.kind in ("op", "fused"):
+                # Non-ufunc forwards may return views of their inputs (reshape, getitem,
+                # transpose, identity): their outputs alias every input's buffers.
+                al = frozenset().union(*[roots.get(i, frozenset()) for i in n.ins])
+                for o in n.outs:
+                    roots[o] = al
+        escaped: set = set()
+        for vid in list(g.output_vids()) + self.keep:
+            escaped |= roots.get(vid, frozenset())
+        for n in instrs:
+            if n.kind == "op" and n.stateful:
+                for i in n.ins:
+                    escaped |= roots.get(i, frozenset())
+        candidate -= escaped
+        last_use: dict[int, int] = {}
+        for k, n in enumerate(instrs):
+            for i in n.ins:
+                for r in roots.get(i, ()):
+                    last_use[r] = k
+        pool: dict = {}
+        owner: dict[int, int] = {}   # root vid -> buffer index
+        plan: dict[int, int] = {}
+        for k, n in enumerate(instrs):
+            dying = [r for r in {r for i in n.ins for r in roots.get(i, ())}
+                     if last_use.get(r) == k and r in owner]
+            if len(n.outs) == 1 and n.outs[0] in candidate:
+                o = n.outs[0]
+                v = g.values[o]
+                key = (tuple(v.shape), np.dtype(v.dtype).str)
+                buf = None
+                for r in dying:  # in place: only an input that *is* the buffer's root
+                    if r in n.ins and owner.get(r) is not None:
+                        rv = g.values[r]
+                        if (tuple(rv.shape), np.dtype(rv.dtype).str) == key:
+                            buf = owner.pop(r)
+                            dying.remove(r)
+                            break
+                if buf is None:
+                    free = pool.get(key)
+                    if free:
+                        buf = free.pop()
+                    else:
+                        buf = len(self._buf_specs)
+                        self._buf_specs.append((tuple(v.shape), np.dtype(v.dtype)))
+                owner[o] = buf
+                plan[k] = buf
+                if last_use.get(o) is None:  # never read (kept alive by a stateful node)
+                    pass
+            for r in dying:
+                b = owner.pop(r, None)
+                if b is not None:
+                    s, d = self._buf_specs[b]
+                    pool.setdefault((s, d.str), []).append(b)
+        return plan
+
+    # ---- emitting one instruction ------------------------------------------------------------
+    def _call_args(self, k: int, n: Node) -> str:
+        args = [self._ref(i) for i in n.ins]
+        for j, (name, val) in enumerate(n.attrs.items()):
+            an = f"A{k}_{j}"
+            self._ns[an] = val
+            args.append(f"{name}={an}" if name.isidentifier() else None)
+        if any(a is None for a in args):  # attr names that are not identifiers
+            an = f"AD{k}"
+            self._ns[an] = dict(n.attrs)
+            args = [self._ref(i) for i in n.ins] + [f"**{an}"]
+        return ", ".join(args)
+
+    def _emit(self, k: int, n: Node, buf: int | None) -> list:
+        ns = self._ns
+        if n.kind == "read":
+            ns[f"V{k}"] = n.var
+            return [f"r{n.outs[0]} = V{k}._v"]
+        if n.kind == "assign":
+            ns[f"V{k}"] = n.var
+            ns[f"S{k}"] = _ASSIGN[n.method]
+            return [f"S{k}(V{k}, {self._ref(n.ins[0])})"]
+        if n.kind == "fused":
+            return self._emit_region(k, n, buf)
+        ns[f"F{k}"] = n.op.forward
+        call = f"F{k}({self._call_args(k, n)}{'' if buf is None else f', out=b{buf}'})"
+        if not n.outs:
+            return [call]
+        if len(n.outs) == 1 and n.op.num_outputs == 1:
+            return [f"r{n.outs[0]} = {call}"]
+        return [f"{', '.join(f'r{o}' for o in n.outs)}, = {call}"]
+
+    def _emit_region(self, k: int, n: Node, buf: int | None) -> list:
+        r: Region = n.region
+        o = n.outs[0]
+        out = "None" if buf is None else f"b{buf}"
+        ns = self._ns
+        if r.mode == "numexpr":
+            ns[f"N{k}"] = r.kernel
+            args = []
+            for nm, vid, dt in r.locals:
+                if dt is not None:
+                    c = f"c{k}_{nm}"
+                    ns[c] = np.asarray(self.graph.values[vid].const, dtype=dt)
+                    args.append(c)
+                else:
+                    args.append(self._ref(vid))
+            order = {nm: a for (nm, _, _), a in zip(r.locals, args)}
+            return [f"r{o} = N{k}([{', '.join(order[nm] for nm in r.kernel.names)}], {out})"]
+        # blocks
+        ns[f"K{k}"] = r.kernel
+        v = self.graph.values[o]
+        if buf is None:
+            ns[f"E{k}"] = (tuple(v.shape), np.dtype(v.dtype))
+            out = f"np.empty(*E{k})"
+        return [f"r{o} = K{k}({out}, {', '.join(self._ref(i) for i in r.inputs)})"]
+
+
+# ---- region kernels ----------------------------------------------------------------------------
+def prepare_region(graph: Graph, region: Region, allow_numexpr: bool = True) -> None:
+    """Choose the region's mode (the measured rule) and build its kernel.
+
+    Each kernel is checked once against the values the trace produced; a mismatch
+    (a template that numexpr evaluates differently) falls back to inline NumPy.
+    """
+    out_v = graph.values[region.out]
+    size = out_v.size
+    dtypes = {np.dtype(graph.values[m.outs[0]].dtype) for m in region.members}
+    dtypes |= {np.dtype(graph.values[i].dtype) for i in region.inputs
+               if not graph.values[i].is_py_scalar}
+    expr, order = render(graph, region)
+    region.expr, region.locals = expr, order
+    if (allow_numexpr and dtypes <= nek._NE_KINDS
+            and nek.numexpr_wins(dtypes, len(region.members), size, expr)):
+        try:
+            sig = tuple((nm, dt if dt is not None else graph.values[vid].dtype)
+                        for nm, vid, dt in order)
+            kern = nek.compile_expr(expr, sig)
+            if _check(graph, region, lambda args: kern(args), order, kern.names):
+                region.kernel, region.mode = kern, "numexpr"
+                region.note = f"numexpr: {expr}"
+                return
+        except Exception:  # noqa: BLE001 - any compile problem means: stay in NumPy
+            pass
+    if size >= nek.BLOCK_MIN_SIZE and _blockable(graph, region):
+        kern = _block_kernel(graph, region)
+        try:
+            ins = [graph.values[i].traced if not graph.values[i].is_py_scalar
+                   else graph.values[i].const for i in region.inputs]
+            got = kern(np.empty(out_v.shape, out_v.dtype), *ins)
+            ok = _close(got, out_v.traced)
+        except Exception:  # noqa: BLE001
+            ok = False
+        if ok:
+            region.kernel, region.mode = kern, "blocks"
+            region.note = f"numpy blocks of {kern.rows} {kern.unit}"
+            return
+    region.mode = "numpy"
+
+
+def _close(got, want) -> bool:
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if want.dtype.kind in "fc":
+        tol = 1e-5 if want.dtype.itemsize <= 4 else 1e-12
+        return bool(np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True))
+    return bool(np.array_equal(got, want))
+
+
+def _check(graph, region, call, order, names) -> bool:
+    vals = {}
+    for nm, vid, dt in order:
+        v = graph.values[vid]
+        vals[nm] = np.asarray(v.const, dtype=dt) if dt is not None else (
+            v.traced if v.kind != "const" else v.const)
+        if vals[nm] is None:
+            return False
+    got = call([vals[nm] for nm in names])
+    return _close(got, graph.values[region.out].traced)
+
+
+def _blockable(graph: Graph, region: Region) -> bool:
+    shape = tuple(graph.values[region.out].shape)
+    if len(shape) < 1 or shape[0] < 2:
+        return False
+    for m in region.members:
+        if tuple(graph.values[m.outs[0]].shape) != shape or m.attrs:
+            return False
+    for i in region.inputs:
+        v = graph.values[i]
+        if v.is_py_scalar:
+            continue
+        s = tuple(v.shape)
+        same_rank = len(s) == len(shape)
+        if not (s == shape or len(s) < len(shape) or (same_rank and s[0] in (1, shape[0]))):
+            return False
+    return True
+
+
+class BlockKernel:
+    """A region's ufuncs run over row blocks of the output (scratch reused per call)."""
+
+    def __init__(self, fn, rows: int, scratch: list) -> None:
+        self._fn = fn
+        self.rows = rows
+        self._scratch = scratch
+        self._lock = threading.Lock()
+
+    def __call__(self, out, *ins):
+        if self._lock.acquire(blocking=False):
+            try:
+                return self._fn(out, self._scratch, *ins)
+            finally:
+                self._lock.release()
+        return self._fn(out, [np.empty_like(s) for s in self._scratch], *ins)
+
+
+def _block_kernel(graph: Graph, region: Region) -> BlockKernel:
+    shape = tuple(graph.values[region.out].shape)
+    # Flat blocks when every array input has the full shape (the common case); otherwise
+    # blocks of rows, with inputs that broadcast along axis 0 passed whole.
+    flat = all(graph.values[i].is_py_scalar or len(graph.values[i].shape) == 0
+               or tuple(graph.values[i].shape) == shape for i in region.inputs)
+    row = 1
+    for d in shape[1:]:
+        row *= d
+    rows = nek.BLOCK_ELEMS if flat else max(1, nek.BLOCK_ELEMS // max(row, 1))
+    ns: dict = {"np": np}
+    names = {}
+    args = ", ".join(f"i{j}" for j in range(len(region.inputs)))
+    lines = [f"def __blk(out, S, {args}):", "    res = out"]
+    if flat:
+        lines.append("    out = out.reshape(-1)")
+    lines += ["    n = out.shape[0]",
+              f"    for a in range(0, n, {rows}):",
+              f"        b = a + {rows}",
+              "        o = out[a:b]",
+              "        m = o.shape[0]"]
+    for j, vid in enumerate(region.inputs):
+        v = graph.values[vid]
+        if v.is_py_scalar or len(v.shape) == 0:
+            lines.append(f"        x{j} = i{j}")
+        elif flat:
+            lines.insert(2, f"    i{j} = i{j}.reshape(-1)")
+            lines.append(f"        x{j} = i{j}[a:b]")
+        else:
+            sliced = len(v.shape) == len(shape) and v.shape[0] == shape[0]
+            lines.append(f"        x{j} = i{j}[a:b]" if sliced else f"        x{j} = i{j}")
+        names[vid] = f"x{j}"
+    scratch: list = []          # (dtype) per scratch slot
+    free: dict = {}             # dtype str -> [slot]
+    temp_slot: dict = {}        # member out vid -> slot (or None if freshly allocated)
+    root = region.members[-1]
+    for mi, m in enumerate(region.members):
+        ns[f"F{mi}"] = m.op.forward
+        args = ", ".join(names[i] for i in m.ins)
+        ufunc = isinstance(m.op.forward, np.ufunc)
+        dt = np.dtype(graph.values[m.outs[0]].dtype)
+        # inputs that die here (every member output has exactly one reader)
+        dying = [i for i in m.ins if i in temp_slot]
+        if m is root:
+            if ufunc:
+                lines.append(f"        F{mi}({args}, out=o)")
+            else:
+                lines.append(f"        o[...] = F{mi}({args})")
+        else:
+            slot = None
+            for i in dying:
+                s = temp_slot.get(i)
+                if s is not None and scratch[s] == dt:
+                    slot = s
+                    temp_slot[i] = None
+                    break
+            if slot is None and ufunc:
+                pool = free.get(dt.str)
+                if pool:
+                    slot = pool.pop()
+                else:
+                    slot = len(scratch)
+                    scratch.append(dt)
+            t = f"t{mi}"
+            if ufunc:
+                lines.append(f"        {t} = F{mi}({args}, out=S[{slot}][:m])")
+            else:
+                lines.append(f"        {t} = F{mi}({args})")
+                slot = None
+            names[m.outs[0]] = t
+            temp_slot[m.outs[0]] = slot
+        for i in dying:
+            s = temp_slot.pop(i, None)
+            if s is not None:
+                free.setdefault(scratch[s].str, []).append(s)
+    lines.append("    return res")
+    src = "\n".join(lines)
+    exec(compile(src, "<lk.function block kernel>", "exec"), ns)  # noqa: S102
+    bufs = [np.empty((rows,) if flat else (rows,) + shape[1:], dt) for dt in scratch]
+    k = BlockKernel(ns["__blk"], rows, bufs)
+    k.source = src
+    k.unit = "elements" if flat else "rows"
+    return k
