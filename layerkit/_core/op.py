@@ -98,6 +98,21 @@ def _unalias(out, args):
     return out
 
 
+_NO_ATTRS: dict = {}
+
+
+def record_binary(op: Op, x: Tensor, y: Tensor) -> Tensor:
+    """``apply`` for a one-output, attribute-free op on two plain Tensors while some
+    recorder is active (the elementwise operators' taped hot path)."""
+    r = _new(Tensor)
+    r._v = op.forward(x._v, y._v)
+    outs = (r,)
+    ins = (x, y)
+    for rec in RECORDERS:
+        rec.record(op, ins, outs, _NO_ATTRS)
+    return r
+
+
 def _apply_recording(op: Op, args: tuple, attrs: dict):
     recs = RECORDERS
     ins = args

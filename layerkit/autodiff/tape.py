@@ -1,6 +1,8 @@
 """GradientTape: records ops whose inputs it watches; answers gradient queries."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from layerkit._core import context
@@ -51,12 +53,17 @@ class GradientTape:
         self._nodes: list = []
         self._recording = False
         self._used = False
+        self._thread = None  # the thread whose ops this tape records
 
     # ---- context management --------------------------------------------------------
     def __enter__(self) -> GradientTape:
         if self._recording:
             raise RuntimeError("this GradientTape is already recording (entered twice)")
         self._recording = True
+        # The recorder stack is process-wide (one list read on the eager hot path); a
+        # tape records only the ops of the thread that entered it, so a prefetch or map
+        # worker running while the tape is open never lands on it.
+        self._thread = threading.get_ident()
         context.push(self)
         return self
 
@@ -66,7 +73,8 @@ class GradientTape:
 
     # ---- recorder protocol (called by the eager dispatcher) --------------------------
     def read_variable(self, var: Variable) -> None:
-        if self._watch_vars and var._trainable and id(var) not in self._watched:
+        if (self._watch_vars and var._trainable and id(var) not in self._watched
+                and threading.get_ident() == self._thread):
             self._watch_one(var)
 
     def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
@@ -77,6 +85,8 @@ class GradientTape:
             if id(t) in w:
                 break
         else:
+            return
+        if threading.get_ident() != self._thread:
             return
         self._nodes.append((op, ins, outs, attrs))
         for o in outs:

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from layerkit._core.convert import as_dtype, to_array
-from layerkit._core.op import RECORDERS, Op, apply, wrap
+from layerkit._core.op import RECORDERS, Op, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import creation as _creation
@@ -111,6 +111,8 @@ def _fast2(op: Op, x, y) -> Tensor:
                     t = _new(Tensor)
                     t._v = op.forward(x, y._v)
                     return t
+        elif type(x) is Tensor and type(y) is Tensor:
+            return record_binary(op, x, y)
         return apply(op, x, y)
     except ValueError:
         _broadcast_error(op, (x, y))

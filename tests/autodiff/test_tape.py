@@ -211,3 +211,23 @@ def test_gradients_function_and_params():
     assert float(value) == 18.0 and len(grads) == 2
     with pytest.raises(ValueError, match="out of range"):
         lk.gradients_function(f, params=[5])(1.0, 1.0)
+
+
+def test_tape_ignores_ops_of_other_threads():
+    import threading
+
+    x = lk.constant(2.0)
+    done = []
+    with lk.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 3.0
+
+        def worker():
+            done.append(x * x * x)  # runs while the tape is open, in another thread
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert len(tape._nodes) == 1
+    assert float(tape.gradient(y, x)) == 3.0
+    assert float(done[0]) == 8.0

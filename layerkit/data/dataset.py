@@ -1,0 +1,504 @@
+"""The Dataset facade: fluent methods that build node objects, and the Iterator.
+
+A :class:`Dataset` wraps one immutable node; every method returns a new Dataset around
+a new node whose input is this one. Nodes live in their own modules and never import
+this one (a function passed to ``interleave``/``flat_map`` returns a Dataset; the node
+only reads its ``_node``).
+"""
+from __future__ import annotations
+
+import glob as _glob
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from layerkit.data import structure as _st
+from layerkit.data.arrow import DEFAULT_READ_BATCH, ArrowNode, CsvNode, ParquetNode
+from layerkit.data.batch import BatchNode, PaddedBatchNode, UnbatchNode
+from layerkit.data.cache import CacheNode
+from layerkit.data.interleave import InterleaveNode
+from layerkit.data.map import FilterNode, MapNode
+from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN, IterationContext, Node, as_node
+from layerkit.data.prefetch import PrefetchNode
+from layerkit.data.shuffle import ShuffleNode
+from layerkit.data.simple import (
+    ConcatenateNode,
+    EnumerateNode,
+    RepeatNode,
+    ShardNode,
+    SkipNode,
+    TakeNode,
+)
+from layerkit.data.sources import GeneratorNode, RangeNode, TensorSlicesNode, TensorsNode, ZipNode
+from layerkit.data.text import TextLineNode, filename_list
+
+STATE_FORMAT = "layerkit.data.Iterator/1"
+
+
+class Iterator:
+    """An iterator over one pass of a :class:`Dataset` (what ``iter(dataset)`` returns).
+
+    Besides ``next()``, it can be saved and restored mid-pass: ``get_state()`` returns
+    nested dicts/lists of JSON values and NumPy arrays (shuffle buffers, prefetched
+    elements and random positions included) that ``lk.Checkpoint`` stores, and
+    ``set_state(state)`` on an iterator of an identically built Dataset continues
+    exactly where the saved one was. ``close()`` (or leaving a ``with`` block, or
+    dropping the iterator) stops its background threads.
+    """
+
+    __slots__ = ("_it", "_next", "_dataset", "__weakref__")
+
+    def __init__(self, dataset: Dataset) -> None:
+        self._dataset = dataset
+        self._it = dataset._node.make_iterator(IterationContext())
+        self._next = self._it.__next__
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self):
+        return self._next()
+
+    def get_next(self):
+        """The next element (``StopIteration`` at the end), as ``tf.data``'s iterator."""
+        return self._next()
+
+    @property
+    def element_spec(self):
+        return self._dataset.element_spec
+
+    def get_state(self) -> dict:
+        """The position of this pass as JSON values and NumPy arrays (no pickle)."""
+        return {"format": STATE_FORMAT, "pipeline": _pipeline_names(self._dataset._node),
+                "state": self._it.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        """Continue from a state saved by :meth:`get_state`.
+
+        Raises:
+            ValueError: if the state comes from a differently built pipeline.
+        """
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise ValueError(f"Iterator.set_state: not a layerkit.data iterator state "
+                             f"(expected format {STATE_FORMAT!r})")
+        mine = _pipeline_names(self._dataset._node)
+        if list(state.get("pipeline", [])) != mine:
+            raise ValueError(f"Iterator.set_state: the state was saved from the pipeline "
+                             f"{state.get('pipeline')} but this iterator runs {mine}")
+        self._it.set_state(state["state"])
+
+    def close(self) -> None:
+        """Stop background threads/processes and release files. Idempotent."""
+        self._it.close()
+
+    def __enter__(self) -> Iterator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _pipeline_names(node: Node) -> list:
+    out = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n.name)
+        stack.extend(reversed(n.inputs))
+    return out
+
+
+class Dataset:
+    """A lazy, immutable, re-iterable description of an input pipeline.
+
+    Build one from a source (``Dataset.from_tensor_slices``, ``range``,
+    ``from_generator``, ``from_parquet``, ...), chain transformations (``map``,
+    ``shuffle``, ``batch``, ``prefetch``, ...) and iterate: each ``iter(ds)`` (each
+    ``for`` loop) is a fresh pass. Elements are ``lk.Tensor`` or nested tuples/dicts of
+    them; element order matches ``tf.data`` for every deterministic transformation.
+
+    Example:
+        >>> import layerkit as lk
+        >>> ds = lk.data.Dataset.range(10).map(lambda x: x * 2).batch(4)
+        >>> [b.numpy().tolist() for b in ds]
+        [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18]]
+    """
+
+    __slots__ = ("_node",)
+
+    def __init__(self, node: Node) -> None:
+        if not isinstance(node, Node):
+            raise TypeError("Dataset() is built by its sources, e.g. "
+                            "Dataset.from_tensor_slices(x); it is not constructed directly")
+        self._node = node
+
+    # ---- iteration and introspection --------------------------------------------------------
+    def __iter__(self) -> Iterator:
+        return Iterator(self)
+
+    def as_numpy_iterator(self):
+        """Iterate with NumPy values: arrays, NumPy scalars for 0-d tensors, bytes for strings.
+
+        Example:
+            >>> import layerkit as lk
+            >>> list(lk.data.Dataset.range(3).as_numpy_iterator())
+            [np.int64(0), np.int64(1), np.int64(2)]
+        """
+        return _numpy_iter(Iterator(self))
+
+    @property
+    def element_spec(self):
+        """The nested :class:`TensorSpec` structure of one element.
+
+        Known without running anything for sources and shape-preserving transformations;
+        for ``map``, ``from_generator`` without a signature and ``interleave`` it is
+        observed on the first element (and a size that stands for an unknown input
+        dimension, such as a batch dimension, is reported as ``None``).
+        """
+        return self._node.element_spec()
+
+    def cardinality(self) -> int:
+        """The number of elements, ``lk.data.INFINITE`` (-1) or ``lk.data.UNKNOWN`` (-2)."""
+        return self._node.cardinality()
+
+    def __len__(self) -> int:
+        n = self.cardinality()
+        if n == INFINITE:
+            raise TypeError("The dataset is infinite.")
+        if n == UNKNOWN:
+            raise TypeError("The dataset length is unknown.")
+        return n
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"<Dataset {' <- '.join(_pipeline_names(self._node))}>"
+
+    # ---- sources ----------------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors) -> Dataset:
+        """Elements are the slices of ``tensors`` along the first axis.
+
+        Args:
+            tensors: an array/Tensor/nested list, or a tuple/dict (nested) of them, all with
+                the same first dimension. A list is one tensor, as in tf.data.
+
+        Example:
+            >>> import layerkit as lk, numpy as np
+            >>> ds = lk.data.Dataset.from_tensor_slices((np.arange(6).reshape(3, 2), [7, 8, 9]))
+            >>> x, y = next(iter(ds)); (x.numpy().tolist(), int(y))
+            ([0, 1], 7)
+        """
+        return Dataset(TensorSlicesNode(tensors))
+
+    @staticmethod
+    def from_tensors(tensors) -> Dataset:
+        """A dataset with the single element ``tensors``."""
+        return Dataset(TensorsNode(tensors))
+
+    @staticmethod
+    def range(*args, dtype=np.int64) -> Dataset:
+        """``range(stop)``, ``range(start, stop[, step])`` as scalar Tensors (int64)."""
+        if not 1 <= len(args) <= 3:
+            raise TypeError(f"Dataset.range expects 1 to 3 arguments, received {len(args)}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (
+            (args[0], args[1], 1) if len(args) == 2 else args)
+        return Dataset(RangeNode(int(start), int(stop), int(step), dtype))
+
+    @staticmethod
+    def from_generator(generator: Callable, output_types=None, output_shapes=None, args=None,
+                       output_signature=None) -> Dataset:
+        """Elements produced by ``generator()`` (called once per pass).
+
+        Args:
+            generator: a callable returning an iterator (a generator function).
+            output_signature: nested :class:`TensorSpec` structure; elements are converted
+                to its dtypes and checked against its shapes. Without it, elements are
+                converted as they come.
+            output_types, output_shapes: the older form of ``output_signature``.
+            args: a tuple of arguments for ``generator``.
+
+        Iterator state counts the elements produced; restoring calls the generator again
+        and skips that many, so resuming is exact for deterministic generators.
+        """
+        if output_signature is None and output_types is not None:
+            shapes = output_shapes
+            if shapes is None:
+                shapes = _st.map_structure(lambda _: None, output_types)
+            output_signature = _zip_specs(output_types, shapes)
+        return Dataset(GeneratorNode(generator, output_signature, args))
+
+    @staticmethod
+    def zip(*args, datasets=None) -> Dataset:
+        """Elements are tuples (or the given nested structure) of the inputs' elements.
+
+        ``Dataset.zip(a, b)`` and ``Dataset.zip((a, b))`` give ``(x_a, x_b)``;
+        ``Dataset.zip({"x": a, "y": b})`` gives dicts. Stops at the shortest input.
+        """
+        if datasets is not None:
+            if args:
+                raise TypeError("Dataset.zip: pass the datasets either positionally or as "
+                                "datasets=, not both")
+            structure = datasets
+        elif len(args) == 1 and not isinstance(args[0], Dataset):
+            structure = args[0]
+        else:
+            structure = tuple(args)
+        leaves = _st.flatten(structure)
+        if not leaves:
+            raise ValueError("Dataset.zip needs at least one dataset")
+        nodes = [as_node(d, "Dataset.zip") for d in leaves]
+        return Dataset(ZipNode(structure, nodes))
+
+    @staticmethod
+    def list_files(file_pattern, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
+        """File names matching glob pattern(s), as bytes scalars, sorted.
+
+        Args:
+            file_pattern: a pattern or a list of patterns (``*``, ``?``, ``[..]``, ``**``).
+            shuffle: shuffle the names each pass (default True, as in tf.data).
+            seed: the shuffle seed (None: drawn from layerkit's global generator).
+
+        Raises:
+            ValueError: if no file matches.
+        """
+        patterns = [file_pattern] if isinstance(file_pattern, (str, bytes, os.PathLike)) \
+            else list(file_pattern)
+        names = set()
+        for p in patterns:
+            p = os.fsdecode(p)
+            names.update(_glob.glob(p, recursive=True))
+        names = sorted(n for n in names if os.path.isfile(n))
+        if not names:
+            raise ValueError(f"Dataset.list_files: no files match {patterns}")
+        ds = Dataset.from_tensor_slices(np.array([os.fsencode(n) for n in names]))
+        if shuffle is None or shuffle:
+            ds = ds.shuffle(len(names), seed=seed)
+        return ds
+
+    @staticmethod
+    def from_parquet(paths, columns: list[str] | None = None,
+                     read_batch_size: int = DEFAULT_READ_BATCH) -> Dataset:
+        """Rows of Parquet files as dicts ``column -> scalar Tensor``, streamed.
+
+        Args:
+            paths: a file, a directory (all ``*.parquet`` files below it, sorted) or a list.
+            columns: the columns to read (default all), in this order.
+            read_batch_size: rows per record batch read from a file (a memory/speed
+                knob; it does not batch the dataset: use ``.batch(n)``, which then
+                slices those record batches directly).
+
+        The cardinality is exact (from the files' metadata). Example::
+
+            ds = lk.data.Dataset.from_parquet("data/", columns=["x", "y"]).batch(1024)
+        """
+        return Dataset(ParquetNode(paths, columns, read_batch_size))
+
+    @staticmethod
+    def from_arrow(table_or_reader, columns: list[str] | None = None,
+                   read_batch_size: int = DEFAULT_READ_BATCH) -> Dataset:
+        """Rows of a ``pyarrow.Table``/``RecordBatch`` (re-iterable) or a
+        ``RecordBatchReader`` (one pass only) as dicts ``column -> scalar Tensor``."""
+        return Dataset(ArrowNode(table_or_reader, columns, read_batch_size))
+
+    @staticmethod
+    def from_csv(paths, column_names: list[str] | None = None, column_types: dict | None = None,
+                 select_columns: list[str] | None = None, header: bool = True,
+                 delimiter: str = ",", column_defaults: dict | None = None,
+                 block_size: int = 1 << 20) -> Dataset:
+        """Rows of CSV files as dicts ``column -> scalar Tensor``, streamed with pyarrow.
+
+        Args:
+            paths: a file, a directory (its ``*.csv`` files, sorted) or a list.
+            column_names: names for the columns (replacing the header if there is one).
+            column_types: ``{name: dtype}`` (NumPy dtypes, ``str``, or pyarrow types);
+                other columns are inferred from the first block.
+            select_columns: read only these columns.
+            header: whether the first line is a header.
+            delimiter: the field separator.
+            column_defaults: ``{name: value}`` used for empty fields.
+            block_size: bytes per block read.
+        """
+        return Dataset(CsvNode(paths, column_names, column_types, select_columns, header,
+                               delimiter, column_defaults, block_size))
+
+    # ---- transformations --------------------------------------------------------------------
+    def map(self, map_func: Callable, num_parallel_calls: int | None = None,
+            deterministic: bool | None = None, *, use_processes: bool = False,
+            seed: int | None = None) -> Dataset:
+        """Apply ``map_func`` to every element (a tuple element is unpacked into arguments).
+
+        Args:
+            map_func: takes an element's components, returns Tensors/arrays/scalars or a
+                tuple/dict of them.
+            num_parallel_calls: None runs it in the consumer's thread; an int or
+                ``AUTOTUNE`` runs that many calls at once in worker threads (useful when the
+                function spends its time in NumPy/pyarrow code that releases the GIL).
+            deterministic: keep input order (default). False delivers results as they finish.
+            use_processes: run the calls in ``num_parallel_calls`` worker processes instead
+                (default the number of cores): for Python-heavy functions that hold the GIL.
+                Elements and results travel as NumPy arrays through pipes (about 5 µs per
+                element of overhead here), so it pays off from about 50-100 µs of work per
+                element. On Linux the workers are forked, so any function works (lambdas
+                too); where fork is unavailable it must be picklable (module level).
+            seed: seed of :func:`lk.data.element_rng` inside ``map_func`` (None: drawn
+                from layerkit's global generator now).
+
+        An exception in ``map_func`` reaches the consumer unchanged (type, message and
+        traceback) with a note naming the map and the element's position.
+        """
+        return Dataset(MapNode(self._node, map_func, num_parallel_calls, deterministic,
+                               use_processes, seed))
+
+    def filter(self, predicate: Callable) -> Dataset:
+        """Keep the elements for which ``predicate`` returns a True scalar bool."""
+        return Dataset(FilterNode(self._node, predicate))
+
+    def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        """Stack ``batch_size`` consecutive elements; the last batch may be smaller unless
+        ``drop_remainder``. Right after an in-memory or columnar source it slices the
+        source's arrays directly instead of stacking rows."""
+        return Dataset(BatchNode(self._node, batch_size, drop_remainder))
+
+    def padded_batch(self, batch_size: int, padded_shapes=None, padding_values=None,
+                     drop_remainder: bool = False) -> Dataset:
+        """Batch elements of different shapes, padding every component.
+
+        Args:
+            padded_shapes: per component a shape whose ``None``/-1 dimensions pad to the
+                longest in the batch (default: pad every dimension to the longest).
+            padding_values: per component (or one for all) the fill value (default 0,
+                ``b""`` for strings).
+        """
+        return Dataset(PaddedBatchNode(self._node, batch_size, padded_shapes, padding_values,
+                                       drop_remainder))
+
+    def unbatch(self) -> Dataset:
+        """Split elements along their first axis into consecutive elements."""
+        return Dataset(UnbatchNode(self._node))
+
+    def shuffle(self, buffer_size: int, seed: int | None = None,
+                reshuffle_each_iteration: bool | None = True) -> Dataset:
+        """Shuffle with a buffer of ``buffer_size`` elements (memory is bounded by it).
+
+        Args:
+            seed: None draws one from layerkit's global generator now, so
+                ``lk.random.set_seed(s)`` before building the pipeline makes it reproducible.
+            reshuffle_each_iteration: a new order for each pass (and each ``repeat``).
+        """
+        return Dataset(ShuffleNode(self._node, buffer_size, seed, reshuffle_each_iteration))
+
+    def repeat(self, count: int | None = None) -> Dataset:
+        """Repeat ``count`` times (None or -1: forever)."""
+        return Dataset(RepeatNode(self._node, count))
+
+    def take(self, count: int) -> Dataset:
+        """The first ``count`` elements (-1: all)."""
+        return Dataset(TakeNode(self._node, count))
+
+    def skip(self, count: int) -> Dataset:
+        """All but the first ``count`` elements (-1: none)."""
+        return Dataset(SkipNode(self._node, count))
+
+    def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
+        """Prepare up to ``buffer_size`` elements ahead in a background thread (0: no-op)."""
+        if buffer_size == 0:
+            return self
+        return Dataset(PrefetchNode(self._node, buffer_size))
+
+    def cache(self, filename: str = "") -> Dataset:
+        """Record the first complete pass (in memory, or in ``filename + '.lkcache'``) and
+        replay it in later passes."""
+        return Dataset(CacheNode(self._node, filename))
+
+    def concatenate(self, dataset: Dataset) -> Dataset:
+        """This dataset's elements followed by ``dataset``'s (same structure and dtypes)."""
+        return Dataset(ConcatenateNode(self._node, as_node(dataset, "Dataset.concatenate")))
+
+    def enumerate(self, start: int = 0) -> Dataset:
+        """Pair each element with its int64 position: ``(i, element)``."""
+        return Dataset(EnumerateNode(self._node, start))
+
+    def interleave(self, map_func: Callable, cycle_length: int | None = None,
+                   block_length: int | None = None, num_parallel_calls: int | None = None,
+                   deterministic: bool | None = None) -> Dataset:
+        """Map each element to a Dataset and interleave them, tf.data's cycle order.
+
+        Args:
+            cycle_length: datasets open at once (default AUTOTUNE: the number of cores).
+            block_length: consecutive elements taken from one before moving on (default 1).
+            num_parallel_calls: read the open datasets ahead in that many threads.
+            deterministic: False lets a ready dataset go ahead of a slow one.
+        """
+        return Dataset(InterleaveNode(self._node, map_func, cycle_length,
+                                      1 if block_length is None else block_length,
+                                      num_parallel_calls, deterministic))
+
+    def flat_map(self, map_func: Callable) -> Dataset:
+        """Map each element to a Dataset and concatenate them."""
+        return Dataset(InterleaveNode(self._node, map_func, 1, 1, None, None, name="flat_map"))
+
+    def shard(self, num_shards: int, index: int) -> Dataset:
+        """Every ``num_shards``-th element starting at ``index`` (one worker's share)."""
+        return Dataset(ShardNode(self._node, num_shards, index))
+
+    def apply(self, transformation_func: Callable[[Dataset], Any]) -> Dataset:
+        """``transformation_func(self)``, which must return a Dataset."""
+        out = transformation_func(self)
+        if not isinstance(out, Dataset):
+            raise TypeError(f"Dataset.apply: the function must return a Dataset, received "
+                            f"{type(out).__name__}")
+        return out
+
+
+class TextLineDataset(Dataset):
+    """The lines of one or more text files, as bytes scalars (without ``\\n``/``\\r\\n``).
+
+    Args:
+        filenames: a file name, a list of them, or a Dataset of file names (e.g. from
+            ``Dataset.list_files``).
+        compression_type: None/'' or 'GZIP'.
+        buffer_size: read buffer in bytes.
+        num_parallel_reads: read that many files at once, interleaving their lines.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, filenames, compression_type: str | None = None,
+                 buffer_size: int | None = None, num_parallel_reads: int | None = None) -> None:
+        if isinstance(filenames, Dataset) or num_parallel_reads:
+            if isinstance(filenames, Dataset):
+                names = filenames
+            else:
+                encoded = [os.fsencode(f) for f in filename_list(filenames)]
+                names = Dataset.from_tensor_slices(np.array(encoded))
+
+            def one(name):
+                return TextLineDataset(name, compression_type, buffer_size)
+            if num_parallel_reads:
+                ds = names.interleave(one, cycle_length=num_parallel_reads, block_length=1,
+                                      num_parallel_calls=num_parallel_reads)
+            else:
+                ds = names.flat_map(one)
+            super().__init__(ds._node)
+            return
+        super().__init__(TextLineNode(filename_list(filenames), compression_type, buffer_size))
+
+
+def _zip_specs(types, shapes):
+    if isinstance(types, dict):
+        return {k: _zip_specs(types[k], shapes[k] if shapes is not None else None) for k in types}
+    if isinstance(types, (tuple, list)):
+        return tuple(_zip_specs(t, s) for t, s in zip(types, shapes or [None] * len(types)))
+    return _st.TensorSpec(None if shapes is None else tuple(shapes), types)
+
+
+def _numpy_iter(it: Iterator):
+    try:
+        for e in it:
+            yield _st.to_numpy(e)
+    finally:
+        it.close()

@@ -1,0 +1,405 @@
+"""map (serial, threads or processes) and filter: user functions applied per element.
+
+Parallel map pulls input elements in the consumer thread, hands chunks of them to the
+workers of one :mod:`~layerkit.data.parallel` pool and delivers results in input order
+(or as they complete when ``deterministic=False``). Chunk sizes adapt to the measured
+cost of the function (about 0.5 ms of work per task for threads, 5 ms for processes), so
+cheap functions do not drown in hand-off overhead. Errors are caught per element: an
+exception in element ``i`` reaches the consumer at position ``i`` and the elements after
+it still come.
+"""
+from __future__ import annotations
+
+import functools
+import time
+import weakref
+from collections import deque
+
+import numpy as np
+
+from layerkit._core.tensor import Tensor
+from layerkit.data import parallel as _par
+from layerkit.data import rng as _rng
+from layerkit.data import structure as _st
+from layerkit.data.node import (
+    AUTOTUNE,
+    IterationContext,
+    Node,
+    NodeIterator,
+    annotate,
+    call_fn,
+    fn_name,
+)
+from layerkit.ops.random import next_seed
+
+_normalize = _st.normalize
+_CTX = _rng._CTX
+
+
+def _relaxed_spec(up_spec, up_first, out_first):
+    """Spec of the map output, with sizes that stood for the input's unknown dims relaxed.
+
+    The output spec is observed on the first element; a dimension whose size equals one
+    that the input spec leaves unknown (a batch dimension, say) is made unknown too.
+    """
+    unknown_sizes = set()
+    for s, t in zip(_st.flatten(up_spec), _st.flatten(up_first)):
+        if s.shape is None:
+            unknown_sizes.update(t.shape)
+            continue
+        for d, n in zip(s.shape, t.shape):
+            if d is None:
+                unknown_sizes.add(n)
+
+    def leaf(t):
+        spec = _st.TensorSpec.from_tensor(t)
+        shape = tuple(None if n in unknown_sizes else n for n in spec.shape)
+        return _st.TensorSpec(shape, spec.dtype)
+    return _st.map_structure(leaf, out_first)
+
+
+class MapNode(Node):
+    """Applies ``fn`` to every element."""
+
+    name = "map"
+
+    def __init__(self, source: Node, fn, num_parallel_calls, deterministic, use_processes: bool,
+                 seed) -> None:
+        super().__init__(source)
+        if not callable(fn):
+            raise TypeError(f"Dataset.map: expected a callable, received {type(fn).__name__}")
+        self.fn = fn
+        if num_parallel_calls is not None and num_parallel_calls != AUTOTUNE and (
+                not isinstance(num_parallel_calls, int) or num_parallel_calls < 1):
+            raise ValueError(f"Dataset.map: num_parallel_calls must be a positive int, AUTOTUNE "
+                             f"or None, received {num_parallel_calls!r}")
+        self.workers = (None if num_parallel_calls is None else
+                        _par.default_parallelism() if num_parallel_calls == AUTOTUNE else
+                        int(num_parallel_calls))
+        self.deterministic = True if deterministic is None else bool(deterministic)
+        self.use_processes = bool(use_processes)
+        if self.use_processes:
+            if self.workers is None:
+                self.workers = _par.default_parallelism()
+            if not _par.uses_fork():
+                from multiprocessing.reduction import ForkingPickler  # spawn only: lazy
+
+                try:
+                    ForkingPickler.dumps(fn)
+                except Exception as e:
+                    raise TypeError(
+                        f"Dataset.map(use_processes=True): the function {fn_name(fn)} cannot be "
+                        f"sent to worker processes ({type(e).__name__}: {e}); define it at "
+                        f"module level (not a lambda or a nested function)") from None
+        # Drawn now (not per pass) so lk.random.set_seed before building the pipeline
+        # makes element_rng() reproducible.
+        self.seed = next_seed() if seed is None else int(seed)
+
+    def make_iterator(self, ctx):
+        up = self.inputs[0].make_iterator(ctx)
+        top, inner = ctx.epoch(self)
+        src = _rng.SeedSource(ctx.seed(self, self.seed), top, inner)
+        if self.workers is None:
+            return MapIterator(self, up, src, ctx)
+        return ParallelMapIterator(self, up, src, ctx)
+
+    def cardinality(self) -> int:
+        return self.inputs[0].cardinality()
+
+    def _compute_spec(self):
+        source = self.inputs[0]
+        up_spec = source.element_spec()
+        it = source.make_iterator(IterationContext(probe=True))
+        try:
+            first = next(it)
+        except StopIteration:
+            raise ValueError("Dataset.map: cannot infer element_spec of a map over an empty "
+                             "dataset") from None
+        finally:
+            it.close()
+        _rng.set_key((_rng.SeedSource(self.seed, 0, 0), 0))
+        try:
+            out = _normalize(call_fn(self.fn, first))
+        finally:
+            _rng.set_key(None)
+        return _relaxed_spec(up_spec, first, out)
+
+
+def _note(fn, i: int, what: str = "map") -> str:
+    return f"raised by {fn_name(fn)} in Dataset.{what} on input element {i} of this pass"
+
+
+class MapIterator(NodeIterator):
+    __slots__ = ("_up", "_upnext", "_fn", "_count", "_src", "_node", "_ctx")
+    kind = "map"
+
+    def __init__(self, node: MapNode, up: NodeIterator, src, ctx) -> None:
+        self._node = node
+        self._ctx = ctx
+        self._up = up
+        self._upnext = up.__next__  # the input's bound method: no cycle through self
+        self._fn = node.fn
+        self._count = 0
+        self._src = src
+
+    def __next__(self):
+        elem = self._upnext()
+        i = self._count
+        self._count = i + 1
+        ctx = _CTX
+        ctx.key = (self._src, i)
+        try:
+            out = self._fn(*elem) if type(elem) is tuple else self._fn(elem)
+        except Exception as e:
+            raise annotate(e, _note(self._fn, i))  # noqa: B904 (the caught error itself)
+        finally:
+            ctx.key = None
+        t = type(out)
+        if t is Tensor:
+            return out
+        if t is tuple and len(out) == 2:  # the common (features, label) case, already Tensors
+            a, b = out
+            if type(a) is Tensor and type(b) is Tensor:
+                return out
+        return _normalize(out)
+
+    def get_state(self) -> dict:
+        return {"node": self.kind, "count": self._count, "rng": list(self._src.as_tuple()),
+                "input": self._up.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self._check_state(state)
+        self._count = int(state["count"])
+        self._src = _rng.SeedSource(*state["rng"])
+        self._ctx.restore(self._node, *state["rng"])
+        self._up.set_state(state["input"])
+
+
+# ---- parallel ------------------------------------------------------------------------------
+def _call_one(fn, elem, src, index: int) -> tuple:
+    _rng._CTX.key = (src, index)
+    try:
+        return True, _normalize(call_fn(fn, elem))
+    except Exception as e:
+        return False, annotate(e, _note(fn, index))
+    finally:
+        _rng._CTX.key = None
+
+
+def _run_chunk(fn, elems: list, src, start: int) -> tuple:
+    """Worker task (threads): outcomes ``(ok, value_or_error)`` per element, and the time."""
+    t0 = time.perf_counter()
+    out = [_call_one(fn, elem, src, start + j) for j, elem in enumerate(elems)]
+    box = [(out, time.perf_counter() - t0)]
+    del out
+    return _par.release(box)
+
+
+def _run_chunk_process(fn, elems: list, src, start: int) -> tuple:
+    """Worker task (processes; ``fn`` is bound when the workers start): elements travel
+    as NumPy structures."""
+    out, dt = _run_chunk(fn, [_st.from_arrays(e) for e in elems], src, start)
+    box = [([(ok, _st.to_arrays(v) if ok else v) for ok, v in out], dt)]
+    del out
+    return _par.release(box)
+
+
+class ParallelMapIterator(NodeIterator):
+    __slots__ = ("_up", "_node", "_count", "_src", "_pool", "_window", "_pending", "_exhausted",
+                 "_chunk", "_cost", "_max_chunk", "_target", "_finalizer", "_ctx", "__weakref__")
+    kind = "map"
+
+    def __init__(self, node: MapNode, up: NodeIterator, src, ctx) -> None:
+        self._ctx = ctx
+        self._up = up
+        self._node = node
+        self._count = 0
+        self._src = src
+        k = node.workers
+        if node.use_processes:
+            self._pool = _par.ProcessPool(k, "map", functools.partial(_run_chunk_process, node.fn))
+            self._max_chunk, self._target = 64, 5e-3
+        else:
+            self._pool = _par.ThreadPool(k, "map")
+            self._max_chunk, self._target = 16, 5e-4
+        self._window = _par.Window(self._pool, 2 * k, node.deterministic)
+        self._pending: deque = deque()  # outcomes of the chunk being delivered
+        self._exhausted = False
+        self._chunk = 1
+        self._cost = None  # seconds per element, running estimate
+        self._finalizer = weakref.finalize(self, _shutdown_and_close, self._pool, up)
+
+    def _fill(self) -> None:
+        w = self._window
+        up = self._up
+        node = self._node
+        while not self._exhausted and not w.full():
+            elems = []
+            err = None
+            for _ in range(self._chunk):
+                try:
+                    elems.append(next(up))
+                except StopIteration:
+                    self._exhausted = True
+                    break
+                except Exception as e:
+                    err = e
+                    break
+            if elems:
+                start = self._count
+                self._count += len(elems)
+                if node.use_processes:
+                    w.submit(None, ([_st.to_arrays(e) for e in elems], self._src, start))
+                else:
+                    w.submit(_run_chunk, (node.fn, elems, self._src, start))
+            if err is not None:
+                w.put_ready(([(False, err)], 0.0))
+
+    def __next__(self):
+        pending = self._pending
+        if not pending:
+            self._take_chunk()
+        ok, value = pending.popleft()
+        if not ok:
+            try:
+                raise value
+            finally:
+                value = None  # no cycle through the traceback (see parallel.release)
+        if self._node.use_processes:
+            return _st.from_arrays(value)
+        return value
+
+    def _take_chunk(self) -> None:
+        # A separate frame: the chunk's outcomes may hold an exception that __next__ raises
+        # afterwards, and __next__'s frame must not reference them (a reference cycle).
+        self._fill()
+        w = self._window
+        if not len(w):
+            raise StopIteration
+        slot = w.take()
+        if slot.error is not None:  # the worker machinery failed, not the user function
+            err, slot = slot.error, None
+            try:
+                raise err
+            finally:
+                err = None  # no cycle through the traceback (see parallel.release)
+        outcomes, dt = slot.value
+        self._tune(len(outcomes), dt)
+        self._pending.extend(outcomes)
+        self._fill()
+
+    def _tune(self, n: int, dt: float) -> None:
+        if n == 0 or dt <= 0:
+            return
+        per = dt / n
+        self._cost = per if self._cost is None else 0.7 * self._cost + 0.3 * per
+        self._chunk = int(min(self._max_chunk, max(1, self._target / max(self._cost, 1e-9))))
+
+    def get_state(self) -> dict:
+        outcomes = list(self._pending)
+        for slot in self._window.settle():
+            if slot.error is not None:
+                raise slot.error
+            outcomes.extend(slot.value[0])
+        buf = []
+        for ok, v in outcomes:
+            if ok:
+                v = _st.from_arrays(v) if self._node.use_processes else v
+                buf.append({"ok": _st.encode(v)})
+            else:
+                buf.append(_st.encode_error(v))
+        return {"node": self.kind, "count": self._count, "rng": list(self._src.as_tuple()),
+                "exhausted": self._exhausted, "buffer": buf, "input": self._up.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self._check_state(state)
+        self._window.clear()
+        self._pending.clear()
+        self._count = int(state["count"])
+        self._src = _rng.SeedSource(*state["rng"])
+        self._ctx.restore(self._node, *state["rng"])
+        self._exhausted = bool(state["exhausted"])
+        self._up.set_state(state["input"])
+        for entry in state["buffer"]:
+            if "ok" in entry:
+                v = _st.decode(entry["ok"])
+                self._pending.append((True, _st.to_arrays(v) if self._node.use_processes else v))
+            else:
+                self._pending.append((False, _st.decode_error(entry)))
+
+    def close(self) -> None:
+        self._finalizer.detach()
+        self._pool.shutdown(wait=True)
+        self._window._slots.clear()
+        self._exhausted = True
+        self._pending.clear()
+        self._up.close()
+
+
+def _shutdown_and_close(pool, up) -> None:
+    # Workers never touch ``up`` (the consumer pulls inputs), so closing it now is safe.
+    pool.shutdown(wait=False)
+    up.close()
+
+
+# ---- filter --------------------------------------------------------------------------------
+class FilterNode(Node):
+    """Keeps the elements for which ``predicate`` returns True."""
+
+    name = "filter"
+
+    def __init__(self, source: Node, predicate) -> None:
+        super().__init__(source)
+        if not callable(predicate):
+            raise TypeError(f"Dataset.filter: expected a callable, received "
+                            f"{type(predicate).__name__}")
+        self.predicate = predicate
+
+    def make_iterator(self, ctx):
+        return FilterIterator(self, self.inputs[0].make_iterator(ctx))
+
+    def _compute_spec(self):
+        return self.inputs[0].element_spec()
+
+
+class FilterIterator(NodeIterator):
+    __slots__ = ("_up", "_fn", "_count")
+    kind = "filter"
+
+    def __init__(self, node: FilterNode, up: NodeIterator) -> None:
+        self._up = up
+        self._fn = node.predicate
+        self._count = 0
+
+    def __next__(self):
+        up = self._up
+        fn = self._fn
+        while True:
+            elem = next(up)
+            i = self._count
+            self._count = i + 1
+            try:
+                keep = fn(*elem) if type(elem) is tuple else fn(elem)
+                keep = _as_bool(keep)
+            except Exception as e:
+                raise annotate(e, _note(fn, i, "filter"))  # noqa: B904 (the caught error itself)
+            if keep:
+                return elem
+
+    def get_state(self) -> dict:
+        return {"node": self.kind, "count": self._count, "input": self._up.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        self._check_state(state)
+        self._count = int(state["count"])
+        self._up.set_state(state["input"])
+
+
+def _as_bool(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    a = np.asarray(value._v if isinstance(value, Tensor) else value)
+    if a.shape != () or a.dtype != np.bool_:
+        raise TypeError(f"the filter predicate must return a scalar bool, received "
+                        f"{a.dtype.name} with shape {a.shape}")
+    return bool(a)

@@ -1,0 +1,216 @@
+"""The node contract: what every pipeline stage implements.
+
+A :class:`Node` is an immutable description of one stage that knows only its input
+node(s). ``node.make_iterator(ctx)`` builds a fresh :class:`NodeIterator`, which builds
+its inputs' iterators in turn, so ``iter(dataset)`` is a chain of small objects.
+
+Iterator contract:
+
+- ``__next__()`` returns the next element (a Tensor or a nested tuple/dict of Tensors)
+  or raises ``StopIteration``; once exhausted it stays exhausted.
+- ``get_state()`` returns a nested dict/list of JSON values and NumPy arrays that holds
+  the input iterators' states nested inside (``{"node": name, "input": {...}, ...}``);
+  ``set_state(state)`` restores it. Both are called between ``__next__`` calls.
+- ``close()`` stops background work and closes the inputs; idempotent.
+- Optional chunk protocol, used by ``batch`` to avoid splitting and re-stacking rows:
+  ``supports_chunks()`` and ``next_chunk(n)``, which returns a flat list of NumPy arrays
+  (leaves in ``codec`` order) holding the next 1..n elements stacked along a new first
+  axis, or ``None`` at the end. ``next`` and ``next_chunk`` may be mixed freely.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from layerkit.data import structure as _st
+
+AUTOTUNE = -1
+INFINITE = -1
+UNKNOWN = -2
+
+_NODE_IDS = itertools.count()
+
+
+class IterationContext:
+    """Shared by the iterators of one ``iter(dataset)`` call.
+
+    Random stages derive a per-pass seed from ``(seed, top, inner)``: ``top`` counts
+    the passes started over the node's Dataset (so a new ``for`` loop reshuffles) and
+    ``inner`` counts the passes a ``repeat`` started within this one iterator chain.
+    Both, and the seed, are saved in iterator state; a restored stage records them
+    here so the passes a ``repeat`` starts later continue the saved sequence, even in
+    a new process where seeds drawn from the global generator differ.
+    """
+
+    __slots__ = ("_top", "_inner", "_seeds", "_probe")
+
+    def __init__(self, probe: bool = False) -> None:
+        self._top: dict = {}
+        self._inner: dict = {}
+        self._seeds: dict = {}
+        self._probe = probe  # a look at the first element (element_spec): counts no pass
+
+    def epoch(self, node: Node) -> tuple[int, int]:
+        key = node.node_id
+        if key not in self._top:
+            self._top[key] = 0 if self._probe else node._next_top_epoch()
+            self._inner[key] = 0
+        else:
+            self._inner[key] += 1
+        return self._top[key], self._inner[key]
+
+    def seed(self, node: Node, default: int) -> int:
+        return self._seeds.get(node.node_id, default)
+
+    def restore(self, node: Node, seed: int, top: int, inner: int) -> None:
+        self._seeds[node.node_id] = int(seed)
+        self._top[node.node_id] = int(top)
+        self._inner[node.node_id] = int(inner)
+        node._seen_top_epoch(int(top))
+
+
+class Node:
+    """One immutable pipeline stage.
+
+    Subclasses set ``name`` (the Dataset method that builds them, used in messages) and
+    implement ``make_iterator``; they override ``cardinality`` and ``_compute_spec``
+    when they know better than the defaults (unknown count; spec observed from the
+    first element).
+    """
+
+    name = "node"
+
+    def __init__(self, *inputs: Node) -> None:
+        self.inputs = inputs
+        self.node_id = next(_NODE_IDS)
+        self._spec = None
+        self._top_epochs = 0
+
+    # ---- to override ------------------------------------------------------------------------
+    def make_iterator(self, ctx: IterationContext) -> NodeIterator:
+        raise NotImplementedError
+
+    def cardinality(self) -> int:
+        return UNKNOWN
+
+    def _compute_spec(self):
+        it = self.make_iterator(IterationContext(probe=True))
+        try:
+            first = next(it)
+        except StopIteration:
+            raise ValueError(
+                f"Dataset.{self.name}: cannot infer element_spec because the dataset is "
+                f"empty; give the source an explicit signature"
+            ) from None
+        finally:
+            it.close()
+        return _st.spec_of(first)
+
+    # ---- shared -----------------------------------------------------------------------------
+    def element_spec(self):
+        if self._spec is None:
+            self._spec = self._compute_spec()
+        return self._spec
+
+    def static_chunk_spec(self):
+        """The element spec if it is known without running anything, else None."""
+        return None
+
+    def _next_top_epoch(self) -> int:
+        e = self._top_epochs
+        self._top_epochs = e + 1
+        return e
+
+    def _seen_top_epoch(self, top: int) -> None:
+        self._top_epochs = max(self._top_epochs, top + 1)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class NodeIterator:
+    """Base of every stage's iterator (see the module docstring for the contract)."""
+
+    __slots__ = ()
+    kind = "node"
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        raise NotImplementedError
+
+    def get_state(self) -> dict:
+        raise NotImplementedError
+
+    def set_state(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for it in self._inputs():
+            if it is not None:
+                it.close()
+
+    def _inputs(self) -> tuple:
+        up = getattr(self, "_up", None)
+        return (up,) if up is not None else ()
+
+    def supports_chunks(self) -> bool:
+        return False
+
+    def _check_state(self, state) -> None:
+        if not isinstance(state, dict) or state.get("node") != self.kind:
+            got = state.get("node") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(
+                f"iterator state does not match the pipeline: expected the state of a "
+                f"'{self.kind}' stage, received one of '{got}' (was it saved from a "
+                f"differently built Dataset?)"
+            )
+
+
+def as_node(obj, what: str) -> Node:
+    """The node behind a Dataset (duck-typed, so nodes never import the facade)."""
+    node = getattr(obj, "_node", None)
+    if not isinstance(node, Node):
+        raise TypeError(f"{what}: expected a layerkit.data.Dataset, received {type(obj).__name__}")
+    return node
+
+
+def call_fn(fn, element):
+    """Call a user function the tf.data way: a tuple element is unpacked into arguments."""
+    if type(element) is tuple:
+        return fn(*element)
+    return fn(element)
+
+
+def annotate(err: BaseException, note: str) -> BaseException:
+    """Add ``note`` to ``err`` (or wrap a StopIteration, which would end iteration silently)."""
+    if isinstance(err, StopIteration):
+        new = RuntimeError(f"a user function raised StopIteration: {err!r}")
+        new.__cause__ = err
+        err = new
+    err.add_note(note)
+    return err
+
+
+def fn_name(fn) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name or type(fn).__name__
+
+
+def pull_rows(it: NodeIterator, want: int):
+    """Exactly ``want`` rows from a chunk iterator (fewer only at its end; None if none)."""
+    pieces = []
+    got = 0
+    while got < want:
+        c = it.next_chunk(want - got)
+        if c is None:
+            break
+        pieces.append(c)
+        got += len(c[0])
+    if not pieces:
+        return None
+    if len(pieces) == 1:
+        return pieces[0]
+    return [np.concatenate(cols) for cols in zip(*pieces)]

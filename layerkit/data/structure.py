@@ -1,0 +1,414 @@
+"""Element structure: specs, conversion, flattening, batching and state encoding.
+
+An element is a Tensor or a nested tuple/dict (or namedtuple) of Tensors. Leaves are
+ordered by position for tuples and by the first element's key order for dicts; a
+:class:`Codec` built from one element flattens and rebuilds all elements of a stream
+without walking types again (the per-element hot path).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from layerkit._core.convert import to_array
+from layerkit._core.op import wrap
+from layerkit._core.tensor import Tensor
+
+_new = object.__new__
+
+
+# ---- specs ---------------------------------------------------------------------------------
+class TensorSpec:
+    """Describes a Tensor: its shape (``None`` for an unknown dimension) and dtype.
+
+    Args:
+        shape: a tuple of ints/None, or None for an unknown rank.
+        dtype: a NumPy dtype (``np.dtype('S')`` stands for bytes strings of any length).
+        name: an optional name.
+    """
+
+    __slots__ = ("shape", "dtype", "name")
+
+    def __init__(self, shape, dtype=np.float32, name: str | None = None) -> None:
+        self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)
+        self.dtype = _norm_dtype(np.dtype(dtype))
+        self.name = name
+
+    @classmethod
+    def from_tensor(cls, value, name: str | None = None) -> TensorSpec:
+        a = value._v if isinstance(value, Tensor) else np.asarray(value)
+        return cls(np.shape(a), np.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype, name)
+
+    def is_compatible_with(self, other) -> bool:
+        """True if ``other`` (a TensorSpec, Tensor or array) fits this spec."""
+        if not isinstance(other, TensorSpec):
+            other = TensorSpec.from_tensor(other)
+        if self.dtype != other.dtype:
+            return False
+        return shapes_compatible(self.shape, other.shape)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, TensorSpec) and self.shape == other.shape
+                and self.dtype == other.dtype and self.name == other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.name))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype.name}, name={self.name!r})"
+
+
+def _norm_dtype(dt: np.dtype) -> np.dtype:
+    # Fixed-width strings of every length describe the same stream of strings.
+    if dt.kind == "S":
+        return np.dtype("S")
+    if dt.kind == "U":
+        return np.dtype("U")
+    return dt
+
+
+def shapes_compatible(a, b) -> bool:
+    if a is None or b is None:
+        return True
+    if len(a) != len(b):
+        return False
+    return all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def spec_of(element):
+    """The nested TensorSpec structure describing ``element``."""
+    return map_structure(TensorSpec.from_tensor, element)
+
+
+def relax_shape(a, b):
+    """The most specific shape compatible with both ``a`` and ``b``."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def batch_spec(spec, size):
+    return map_structure(
+        lambda s: TensorSpec(None if s.shape is None else (size,) + s.shape, s.dtype), spec)
+
+
+# ---- nested structures ---------------------------------------------------------------------
+def is_structure(x) -> bool:
+    return isinstance(x, (tuple, dict))
+
+
+def map_structure(fn, structure):
+    """Apply ``fn`` to every leaf of ``structure`` (tuples, namedtuples, dicts)."""
+    if isinstance(structure, dict):
+        return {k: map_structure(fn, v) for k, v in structure.items()}
+    if isinstance(structure, tuple):
+        vals = [map_structure(fn, v) for v in structure]
+        return type(structure)(*vals) if hasattr(structure, "_fields") else tuple(vals)
+    return fn(structure)
+
+
+def flatten(structure) -> list:
+    if isinstance(structure, dict):
+        out = []
+        for v in structure.values():
+            out.extend(flatten(v))
+        return out
+    if isinstance(structure, tuple):
+        out = []
+        for v in structure:
+            out.extend(flatten(v))
+        return out
+    return [structure]
+
+
+def same_structure(a, b) -> bool:
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and set(a) == set(b)
+                and all(same_structure(a[k], b[k]) for k in a))
+    if isinstance(a, tuple):
+        return (isinstance(b, tuple) and len(a) == len(b)
+                and all(same_structure(x, y) for x, y in zip(a, b)))
+    return not isinstance(b, (tuple, dict))
+
+
+def describe(structure) -> str:
+    """A short text for error messages: (T, {'a': T})."""
+    if isinstance(structure, dict):
+        return "{" + ", ".join(f"{k!r}: {describe(v)}" for k, v in structure.items()) + "}"
+    if isinstance(structure, tuple):
+        inner = ", ".join(describe(v) for v in structure)
+        return "(" + inner + ("," if len(structure) == 1 else "") + ")"
+    if isinstance(structure, TensorSpec):
+        shape = list(structure.shape) if structure.shape is not None else "[?]"
+        return f"{structure.dtype.name}{shape}"
+    if isinstance(structure, (Tensor, np.ndarray)):
+        return f"{structure.dtype.name}{list(np.shape(structure))}"
+    return type(structure).__name__
+
+
+def _is_tuple(x) -> bool:
+    return type(x) is tuple or (isinstance(x, tuple) and hasattr(x, "_fields"))
+
+
+class Codec:
+    """Flattens elements of one structure to a list of leaves and rebuilds them."""
+
+    __slots__ = ("kind", "keys", "ttype", "template", "n")
+
+    def __init__(self, template) -> None:
+        self.template = map_structure(lambda _: None, template)
+        if isinstance(template, dict) and not any(is_structure(v) for v in template.values()):
+            self.kind, self.keys, self.ttype = "dict", tuple(template.keys()), None
+        elif _is_tuple(template) and not any(is_structure(v) for v in template):
+            self.kind, self.keys, self.ttype = "tuple", None, type(template)
+        elif is_structure(template):
+            self.kind, self.keys, self.ttype = "nested", None, None
+        else:
+            self.kind, self.keys, self.ttype = "leaf", None, None
+        self.n = len(flatten(self.template))
+
+    def flatten(self, element) -> list:
+        kind = self.kind
+        if kind == "leaf":
+            return [element]
+        if kind == "tuple":
+            return list(element)
+        if kind == "dict":
+            return [element[k] for k in self.keys]
+        return _flatten_like(self.template, element)
+
+    def pack(self, leaves):
+        kind = self.kind
+        if kind == "leaf":
+            return leaves[0]
+        if kind == "tuple":
+            t = self.ttype
+            return tuple(leaves) if t is tuple else t(*leaves)
+        if kind == "dict":
+            return dict(zip(self.keys, leaves))
+        it = iter(leaves)
+        return map_structure(lambda _: next(it), self.template)
+
+    def pack_arrays(self, arrays):
+        """Wrap NumPy leaves into Tensors and rebuild the element."""
+        return self.pack([wrap(a) for a in arrays])
+
+
+def _flatten_like(template, element) -> list:
+    if isinstance(template, dict):
+        out = []
+        for k in template:
+            out.extend(_flatten_like(template[k], element[k]))
+        return out
+    if isinstance(template, tuple):
+        out = []
+        for t, e in zip(template, element):
+            out.extend(_flatten_like(t, e))
+        return out
+    return [element]
+
+
+# ---- conversion ----------------------------------------------------------------------------
+def to_tensor(value) -> Tensor:
+    """A leaf as a Tensor (Variables are snapshotted; arrays and scalars wrapped)."""
+    if type(value) is Tensor:
+        return value
+    if isinstance(value, Tensor):  # a Variable: take its current value
+        return wrap(value._v)
+    if isinstance(value, np.ndarray):
+        return wrap(value)
+    if isinstance(value, (str, bytes, np.str_, np.bytes_)):
+        return wrap(np.asarray(value.encode() if isinstance(value, str) else value, dtype="S"))
+    if value is None:
+        raise TypeError("None is not a valid dataset element value")
+    a = to_array(value)
+    if a.dtype.kind == "U":
+        a = np.char.encode(a, "utf-8")
+    return wrap(a)
+
+
+def normalize(value, lists_as_tuples: bool = True):
+    """Turn a user value into an element: Tensors in tuples/dicts.
+
+    ``lists_as_tuples``: a list is a structure (map outputs, as in tf.data) rather than
+    a tensor (source inputs such as ``from_tensor_slices``).
+    """
+    t = type(value)
+    if t is Tensor:
+        return value
+    if t is tuple:
+        return tuple([v if type(v) is Tensor else normalize(v, lists_as_tuples) for v in value])
+    if isinstance(value, dict):
+        return {k: normalize(v, lists_as_tuples) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return map_structure(lambda v: normalize(v, lists_as_tuples), value) \
+            if hasattr(value, "_fields") else tuple(normalize(v, lists_as_tuples) for v in value)
+    if lists_as_tuples and t is list:
+        return tuple(normalize(v, lists_as_tuples) for v in value)
+    return to_tensor(value)
+
+
+def to_numpy(element):
+    """NumPy view of an element: arrays, with 0-d arrays as NumPy scalars (bytes for strings)."""
+    def leaf(t):
+        a = t._v if isinstance(t, Tensor) else t
+        a = np.asarray(a)
+        return a[()] if a.ndim == 0 else a
+    return map_structure(leaf, element)
+
+
+def to_arrays(element):
+    """Like :func:`to_numpy` but keeps 0-d arrays (for pickling to worker processes)."""
+    return map_structure(lambda t: np.asarray(t._v if isinstance(t, Tensor) else t), element)
+
+
+def from_arrays(structure):
+    return map_structure(wrap, structure)
+
+
+def row_of(arrays: list, i: int) -> list:
+    """Leaves of element ``i`` of a chunk (0-d arrays, never NumPy scalars)."""
+    return [wrap(a[i, ...]) for a in arrays]
+
+
+# ---- batching ------------------------------------------------------------------------------
+def stack(elements: list, codec: Codec, where: str):
+    """Stack equal-structure elements along a new first axis into one batched element."""
+    n = codec.n
+    if codec.kind == "leaf":
+        cols = [elements]
+    elif codec.kind == "tuple":
+        try:
+            lengths = set(map(len, elements))
+        except TypeError:
+            lengths = None
+        if lengths != {n}:
+            _structure_error(elements, where)
+        cols = list(zip(*elements))
+    else:
+        try:
+            cols = list(zip(*[codec.flatten(e) for e in elements]))
+        except (KeyError, TypeError, IndexError):
+            _structure_error(elements, where)
+    out = []
+    for c, col in enumerate(cols):
+        try:
+            arrays = [t._v for t in col]
+        except AttributeError:
+            _structure_error(elements, where)
+        first = arrays[0]
+        try:
+            # np.array on a list of equal-shape arrays stacks them, ~4x faster than np.stack
+            # for small rows; unequal shapes raise ValueError in NumPy 2.
+            stacked = np.array(arrays)
+        except ValueError:
+            _shape_error(arrays, c, where)
+        if stacked.shape[1:] != first.shape:
+            _shape_error(arrays, c, where)
+        if stacked.dtype != first.dtype and first.dtype.kind not in "SU":
+            _dtype_error(arrays, c, where)
+        out.append(stacked)
+    return out
+
+
+def _structure_error(elements, where):
+    first = elements[0]
+    for i, e in enumerate(elements):
+        if not same_structure(first, e):
+            raise ValueError(
+                f"{where}: cannot batch elements of different structures: the first "
+                f"element is {describe(first)} and element {i} is {describe(e)}"
+            )
+    raise ValueError(f"{where}: cannot batch elements of structure {describe(first)}")
+
+
+def _shape_error(arrays, c, where):
+    s0 = np.shape(arrays[0])
+    for i, a in enumerate(arrays):
+        if np.shape(a) != s0:
+            raise ValueError(
+                f"{where}: cannot batch tensors with different shapes in component {c}: "
+                f"the first element has shape {s0} and element {i} has shape {np.shape(a)}; "
+                f"use padded_batch for variable-length data"
+            )
+    raise ValueError(f"{where}: cannot batch component {c}")
+
+
+def _dtype_error(arrays, c, where):
+    d0 = arrays[0].dtype
+    for i, a in enumerate(arrays):
+        if a.dtype != d0:
+            raise TypeError(
+                f"{where}: cannot batch tensors with different dtypes in component {c}: "
+                f"the first element is {d0.name} and element {i} is {a.dtype.name}"
+            )
+
+
+# ---- state encoding (JSON values + NumPy arrays, never pickle) -----------------------------
+def encode(element):
+    """An element as nested dicts/lists of JSON values and arrays."""
+    if isinstance(element, dict):
+        return {"dict": [[k, encode(v)] for k, v in element.items()]}
+    if isinstance(element, tuple):
+        if hasattr(element, "_fields"):
+            return {"namedtuple": type(element).__name__, "fields": list(element._fields),
+                    "items": [encode(v) for v in element]}
+        return {"tuple": [encode(v) for v in element]}
+    return np.asarray(element._v if isinstance(element, Tensor) else element)
+
+
+def decode(obj):
+    if isinstance(obj, np.ndarray):
+        return wrap(obj)
+    if isinstance(obj, dict):
+        if "tuple" in obj:
+            return tuple(decode(v) for v in obj["tuple"])
+        if "dict" in obj:
+            return {_key(k): decode(v) for k, v in obj["dict"]}
+        if "namedtuple" in obj:
+            import collections
+            t = collections.namedtuple(obj["namedtuple"], obj["fields"])
+            return t(*[decode(v) for v in obj["items"]])
+    raise ValueError(f"iterator state holds an element in an unknown encoding: "
+                     f"{type(obj).__name__}")
+
+
+def _key(k):
+    return tuple(k) if isinstance(k, list) else k
+
+
+def encode_elements(elements: list):
+    """A list of elements, stacked per leaf when their shapes and dtypes agree."""
+    if not elements:
+        return {"count": 0, "items": []}
+    first = elements[0]
+    codec = Codec(first)
+    try:
+        flats = [codec.flatten(e) for e in elements]
+        sigs = {tuple((t._v.shape, t._v.dtype) for t in f) for f in flats}
+    except (KeyError, TypeError, AttributeError):
+        sigs = None
+    if sigs is not None and len(sigs) == 1:
+        leaves = [np.stack([f[c]._v for f in flats]) for c in range(codec.n)]
+        template = encode(map_structure(lambda _: np.zeros(0), first))
+        return {"count": len(elements), "template": template, "stacked": leaves}
+    return {"count": len(elements), "items": [encode(e) for e in elements]}
+
+
+def decode_elements(obj) -> list:
+    n = int(obj["count"])
+    if "stacked" in obj:
+        codec = Codec(decode(obj["template"]))
+        leaves = obj["stacked"]
+        return [codec.pack([wrap(a[i, ...]) for a in leaves]) for i in range(n)]
+    return [decode(e) for e in obj["items"]]
+
+
+def encode_error(err: BaseException) -> dict:
+    return {"error": type(err).__name__, "message": str(err)}
+
+
+def decode_error(obj: dict) -> BaseException:
+    e = RuntimeError(f"{obj['error']}: {obj['message']}")
+    e.add_note("re-raised from a restored iterator state (the original exception was saved "
+               "as text)")
+    return e

@@ -1,0 +1,283 @@
+"""Parallel map / interleave / prefetch: order, reproducible randomness, errors, and that
+no background thread or process outlives its iterator. Every test has a timeout."""
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import layerkit.data as lkd
+from layerkit.data import Dataset
+
+from . import procfns
+from .data_test_util import values, wait_for_threads
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def _settled_threads():
+    # pytest.raises keeps the error (and through its traceback the failed iterator) in a
+    # reference cycle with the test's frame; collect such leftovers of earlier tests so
+    # that each test starts from a settled thread count. The tests themselves never call
+    # gc: they check that iterators are freed by reference counting alone.
+    gc.collect()
+    wait_for_threads(1, timeout=3.0)
+    yield
+
+
+def _jitter(x):
+    # uneven work so that results complete out of order
+    time.sleep(0.002 * (int(x) % 3))
+    return x * 10
+
+
+def _slow(x):
+    time.sleep(0.001)
+    return x
+
+
+# ---- order and results ---------------------------------------------------------------------
+@pytest.mark.parametrize("k", [1, 2, 4, lkd.AUTOTUNE])
+def test_parallel_map_keeps_order(k):
+    ds = Dataset.range(40).map(_jitter, num_parallel_calls=k)
+    assert values(ds) == [10 * i for i in range(40)]
+
+
+def test_parallel_map_nondeterministic_gives_same_elements():
+    ds = Dataset.range(40).map(_jitter, num_parallel_calls=3, deterministic=False)
+    assert sorted(values(ds)) == [10 * i for i in range(40)]
+
+
+def test_process_map_order_lambdas_and_structures():
+    ds = Dataset.range(30).map(lambda x: x * 3, num_parallel_calls=2, use_processes=True)
+    assert values(ds) == [3 * i for i in range(30)]
+    pairs = Dataset.from_tensor_slices((np.arange(5), np.arange(5) * 2))
+    out = values(pairs.map(procfns.pair_sum, num_parallel_calls=2, use_processes=True))
+    assert out == [{"s": 3 * i, "a": i} for i in range(5)]
+
+
+def test_element_rng_reproducible_for_any_parallelism():
+    def noise(x):
+        return x + int(lkd.element_rng().integers(0, 1000))
+    base = Dataset.range(30)
+    serial = values(base.map(noise, seed=7))
+    threads = values(base.map(noise, num_parallel_calls=3, seed=7))
+    unordered = sorted(values(base.map(noise, num_parallel_calls=3, deterministic=False, seed=7)))
+    procs = values(base.map(procfns.noisy, num_parallel_calls=2, use_processes=True, seed=7))
+    assert serial == threads == procs
+    assert sorted(serial) == unordered
+    assert serial != values(base.map(noise, seed=8))
+    with pytest.raises(RuntimeError, match="inside a function passed to Dataset.map"):
+        lkd.element_rng()
+
+
+def test_element_rng_changes_per_pass_and_follows_global_seed():
+    from layerkit.ops import random as lkr
+
+    def noise(x):
+        return int(lkd.element_seed() % 1000)
+    ds = Dataset.range(5).map(noise, seed=1)
+    assert values(ds) != values(ds)  # a new pass draws new augmentations
+    lkr.set_seed(3)
+    a = values(Dataset.range(5).map(noise))
+    lkr.set_seed(3)
+    assert a == values(Dataset.range(5).map(noise))
+
+
+@pytest.mark.parametrize("parallel", [None, 2])
+def test_parallel_interleave_equals_sequential(parallel):
+    def sub(x):
+        n = int(x)
+        return Dataset.range(n * 100, n * 100 + n + 1).map(_slow)
+    ds = Dataset.range(7).interleave(sub, cycle_length=3, block_length=2,
+                                     num_parallel_calls=parallel)
+    seq = Dataset.range(7).interleave(sub, cycle_length=3, block_length=2)
+    assert values(ds) == values(seq)
+
+
+def test_parallel_interleave_nondeterministic_same_elements():
+    def sub(x):
+        return Dataset.range(int(x) * 10, int(x) * 10 + 5).map(_jitter)
+    ds = Dataset.range(4).interleave(sub, cycle_length=4, num_parallel_calls=4,
+                                     deterministic=False)
+    assert sorted(values(ds)) == sorted(10 * (x * 10 + i) for x in range(4) for i in range(5))
+
+
+def test_prefetch_preserves_elements_threaded_and_inline():
+    slow = Dataset.range(50).map(_slow).prefetch(3)  # slow input: a worker thread prefetches
+    assert values(slow) == list(range(50))
+    fast = Dataset.range(5000).prefetch(2)  # fast input: runs inline after a warm-up
+    assert values(fast) == list(range(5000))
+    assert Dataset.range(3).prefetch(0) is not None
+
+
+# ---- errors --------------------------------------------------------------------------------
+def _fail_on_three(x):
+    if int(x) == 3:
+        raise ValueError("three is not allowed")
+    return x
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(num_parallel_calls=3),
+                                dict(num_parallel_calls=3, deterministic=False),
+                                dict(num_parallel_calls=2, use_processes=True)])
+def test_map_error_reaches_consumer_in_position(kw):
+    it = iter(Dataset.range(8).map(_fail_on_three, **kw))
+    got = []
+    for _ in range(8):
+        try:
+            got.append(int(next(it)))
+        except ValueError as e:
+            assert "three is not allowed" in str(e)
+            assert any("Dataset.map" in n and "element 3" in n for n in e.__notes__)
+            got.append("error")
+    if kw.get("deterministic", True):
+        assert got == [0, 1, 2, "error", 4, 5, 6, 7]
+    else:
+        assert sorted(g for g in got if g != "error") == [0, 1, 2, 4, 5, 6, 7]
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+def test_error_through_prefetch_and_parallel_interleave():
+    ds = Dataset.range(6).map(_fail_on_three).map(_slow).prefetch(2)
+    with pytest.raises(ValueError, match="three") as info:
+        list(ds)
+    assert any("element 3" in n for n in info.value.__notes__)
+
+    def sub(x):
+        return Dataset.range(int(x) * 10, int(x) * 10 + 3).map(
+            lambda v: _fail_on_three(v - 10 * int(x) + int(x)))
+    ds = Dataset.range(4).interleave(sub, cycle_length=2, num_parallel_calls=2)
+    with pytest.raises(ValueError, match="three"):
+        list(ds)
+
+
+def test_generator_error_through_prefetch_is_reported():
+    def gen():
+        yield 1
+        time.sleep(0.001)
+        raise OSError("disk gone")
+    ds = Dataset.from_generator(gen).map(_slow).prefetch(2)
+    with pytest.raises(OSError, match="disk gone") as info:
+        list(ds)
+    assert any("from_generator" in n for n in info.value.__notes__)
+
+
+def test_worker_process_crash_does_not_hang():
+    def die(x):
+        import os
+        if int(x) == 2:
+            os._exit(3)
+        return x
+    with pytest.raises(RuntimeError, match="worker process exited"):
+        list(Dataset.range(6).map(die, num_parallel_calls=2, use_processes=True))
+
+
+# ---- no leaked threads ---------------------------------------------------------------------
+def _pipelines():
+    return {
+        "prefetch": lambda: Dataset.range(10_000).map(_slow).prefetch(4),
+        "map": lambda: Dataset.range(10_000).map(_slow, num_parallel_calls=3),
+        "interleave": lambda: Dataset.range(100).interleave(
+            lambda x: Dataset.range(100).map(_slow), cycle_length=3, num_parallel_calls=3),
+        "processes": lambda: Dataset.range(10_000).map(_slow, num_parallel_calls=2,
+                                                      use_processes=True),
+        "nested": lambda: Dataset.range(10_000).map(_slow, num_parallel_calls=2).prefetch(2)
+        .map(_slow, num_parallel_calls=2).prefetch(2),
+    }
+
+
+@pytest.mark.parametrize("name", list(_pipelines()))
+def test_breaking_out_of_a_loop_stops_all_threads(name):
+    baseline = threading.active_count()
+    ds = _pipelines()[name]()
+    for i, _ in enumerate(ds):
+        if i == 20:
+            break
+    assert threading.active_count() > baseline or name == "processes"
+    # no gc.collect(): the iterators must not sit in reference cycles
+    assert wait_for_threads(baseline) == baseline
+
+
+@pytest.mark.parametrize("name", list(_pipelines()))
+def test_close_and_del_stop_threads(name):
+    baseline = threading.active_count()
+    it = iter(_pipelines()[name]())
+    next(it)
+    it.close()
+    assert wait_for_threads(baseline) == baseline
+    with pytest.raises(StopIteration):
+        next(it)
+    it = iter(_pipelines()[name]())
+    next(it)
+    del it
+    assert wait_for_threads(baseline) == baseline
+
+
+def test_threads_stop_after_an_error_and_with_block():
+    baseline = threading.active_count()
+    try:
+        for _ in Dataset.range(100).map(_fail_on_three, num_parallel_calls=2).prefetch(2):
+            pass
+    except ValueError:
+        pass
+    assert wait_for_threads(baseline) == baseline
+    with iter(Dataset.range(100).map(_slow, num_parallel_calls=2)) as it:
+        next(it)
+    assert wait_for_threads(baseline) == baseline
+
+
+def test_abandoned_slow_consumer_does_not_block_shutdown():
+    # A worker stuck in a long call must not make close() hang beyond its join timeout.
+    baseline = threading.active_count()
+
+    def sleepy(x):
+        time.sleep(0.3)
+        return x
+    it = iter(Dataset.range(10).map(sleepy, num_parallel_calls=2))
+    next(it)
+    t0 = time.monotonic()
+    it.close()
+    assert time.monotonic() - t0 < 6
+    assert wait_for_threads(baseline) == baseline
+
+
+def test_prefetch_memory_is_bounded_by_its_buffer():
+    produced = []
+
+    def count(x):
+        produced.append(int(x))
+        time.sleep(0.001)
+        return x
+    it = iter(Dataset.range(1000).map(count).prefetch(3))
+    next(it)
+    time.sleep(0.2)  # the worker would run ahead if it were not bounded
+    assert len(produced) <= 1 + 3 + 1
+    it.close()
+
+
+def test_prefetch_overlaps_input_with_a_busy_consumer():
+    def produce(x):
+        time.sleep(0.005)
+        return x
+    it = iter(Dataset.range(40).map(produce).prefetch(2))
+    t0 = time.monotonic()
+    for _ in it:
+        time.sleep(0.005)  # the "training step"
+    elapsed = time.monotonic() - t0
+    assert elapsed < 0.33, f"no overlap: {elapsed:.3f}s for 40 x (5 ms + 5 ms)"
+
+
+def test_prefetch_runs_inline_when_the_consumer_does_not_wait():
+    from layerkit.data.prefetch import PrefetchIterator
+    ds = Dataset.range(200).map(_slow).prefetch(2)
+    it = iter(ds)
+    got = [int(next(it)) for _ in range(100)]
+    root = it._it
+    assert isinstance(root, PrefetchIterator) and root._inline
+    assert got + [int(v) for v in it] == list(range(200))

@@ -1,0 +1,178 @@
+"""Save/restore of iterator state for every node, through the one generic helper."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import layerkit.data as lkd
+from layerkit.checkpoint import trackable
+from layerkit.data import Dataset
+
+from .data_test_util import assert_save_restore, roundtrip, values
+
+pytestmark = pytest.mark.timeout(60)
+
+X = np.arange(40, dtype=np.float32).reshape(20, 2)
+Y = np.arange(20)
+
+
+def _sq(x):
+    return x * x
+
+
+def _slow_sq(x):
+    time.sleep(0.0005)
+    return x * x
+
+
+def _gen():
+    for i in range(12):
+        yield i, np.full(i % 3 + 1, i)
+
+
+def _noise(x):
+    return x + int(lkd.element_rng().integers(0, 100))
+
+
+PIPELINES = {
+    "from_tensor_slices": lambda: Dataset.from_tensor_slices((X, Y)),
+    "from_tensors": lambda: Dataset.from_tensors((X, Y)),
+    "range": lambda: Dataset.range(3, 30, 2),
+    "from_generator": lambda: Dataset.from_generator(_gen),
+    "zip": lambda: Dataset.zip(Dataset.range(10), Dataset.range(5, 30).map(_sq)),
+    "zip_chunks": lambda: Dataset.zip(Dataset.range(10), Dataset.range(5, 30)).batch(3),
+    "map": lambda: Dataset.range(20).map(_sq),
+    "map_rng": lambda: Dataset.range(20).map(_noise, seed=1),
+    "map_threads": lambda: Dataset.range(30).map(_slow_sq, num_parallel_calls=3),
+    "map_threads_rng": lambda: Dataset.range(30).map(_noise, num_parallel_calls=2),
+    "map_unordered_single": lambda: Dataset.range(20).map(_sq, num_parallel_calls=1,
+                                                          deterministic=False),
+    "map_processes": lambda: Dataset.range(20).map(_sq, num_parallel_calls=2, use_processes=True),
+    "filter": lambda: Dataset.range(30).filter(lambda x: int(x) % 3 != 0),
+    "batch_rows": lambda: Dataset.range(20).map(_sq).batch(6),
+    "batch_chunks": lambda: Dataset.from_tensor_slices((X, Y)).batch(6),
+    "padded_batch": lambda: Dataset.from_generator(_gen).padded_batch(5),
+    "unbatch": lambda: Dataset.from_tensor_slices(X).batch(7).unbatch(),
+    "unbatch_chunks": lambda: Dataset.from_tensor_slices(X).batch(7).map(_sq).unbatch().batch(3),
+    "shuffle_columnar": lambda: Dataset.range(50).shuffle(8, seed=3),
+    "shuffle_columnar_batched": lambda: Dataset.range(50).shuffle(8, seed=3).batch(4),
+    "shuffle_list": lambda: Dataset.range(50).map(_sq).shuffle(8, seed=3),
+    "shuffle_big_buffer": lambda: Dataset.range(30).shuffle(100, seed=2),
+    "shuffle_strings": lambda: Dataset.from_tensor_slices(
+        np.array([b"a", b"bb", b"ccc"] * 6)).shuffle(5, seed=1).batch(4),
+    "shuffle_seedless_repeat": lambda: Dataset.range(10).shuffle(10).repeat(3),
+    "repeat": lambda: Dataset.range(7).repeat(3),
+    "repeat_shuffle": lambda: Dataset.range(12).shuffle(5, seed=4).repeat(3),
+    "repeat_forever_take": lambda: Dataset.range(5).shuffle(5, seed=1).repeat().take(23),
+    "take": lambda: Dataset.range(20).take(9),
+    "skip": lambda: Dataset.range(20).skip(9),
+    "skip_chunks": lambda: Dataset.range(20).skip(9).batch(4),
+    "prefetch": lambda: Dataset.range(30).map(_slow_sq).prefetch(3),
+    "prefetch_inline": lambda: Dataset.range(300).prefetch(2),
+    "cache_memory": lambda: Dataset.range(20).map(_sq).cache(),
+    "concatenate": lambda: Dataset.range(5).concatenate(Dataset.range(10, 17)),
+    "enumerate": lambda: Dataset.range(10, 20).enumerate(3),
+    "interleave": lambda: Dataset.range(1, 6).interleave(
+        lambda x: Dataset.range(int(x) * 10, int(x) * 10 + int(x)), cycle_length=2, block_length=2),
+    "interleave_parallel": lambda: Dataset.range(1, 6).interleave(
+        lambda x: Dataset.range(int(x) * 10, int(x) * 10 + int(x)).map(_slow_sq), cycle_length=3,
+        block_length=2, num_parallel_calls=2),
+    "interleave_shuffled_inner": lambda: Dataset.range(3).interleave(
+        lambda x: Dataset.range(6).shuffle(3, seed=int(x)).map(lambda v: v + 10 * x),
+        cycle_length=2),
+    "flat_map": lambda: Dataset.range(4).flat_map(lambda x: Dataset.range(int(x))),
+    "shard": lambda: Dataset.range(20).shard(3, 2),
+    "everything": lambda: Dataset.range(100).shuffle(16, seed=5).map(
+        _slow_sq, num_parallel_calls=2).filter(lambda x: int(x) % 2 == 0).batch(4).prefetch(2)
+    .unbatch().enumerate().take(40),
+}
+
+
+@pytest.mark.parametrize("name", list(PIPELINES))
+def test_save_restore(name):
+    ks = None if name != "everything" else [0, 7, 25]
+    assert_save_restore(PIPELINES[name], ks=ks)
+
+
+def test_save_restore_expected_values():
+    expected = [x * x for x in range(20)]
+    assert_save_restore(lambda: Dataset.range(20).map(_sq), expected=expected)
+    assert_save_restore(lambda: Dataset.range(20).map(_slow_sq, num_parallel_calls=2)
+                        .prefetch(2), expected=expected)
+
+
+def test_cache_file_state(tmp_path):
+    path = str(tmp_path / "cache")
+    build = lambda: Dataset.range(700).map(_sq).cache(path)  # noqa: E731
+    values(build())  # write the file
+    assert_save_restore(build, ks=[0, 255, 256, 300, 699, 700])
+
+
+def test_cache_memory_restore_in_a_fresh_pipeline_recomputes():
+    ds = Dataset.range(10).map(_sq).cache()
+    values(ds)
+    it = iter(ds)
+    for _ in range(4):
+        next(it)
+    state = roundtrip(it.get_state())
+    fresh = iter(Dataset.range(10).map(_sq).cache())  # a new process has no memory cache
+    fresh.set_state(state)
+    assert values(fresh) == [x * x for x in range(4, 10)]
+
+
+def test_state_of_another_pipeline_is_refused():
+    it = iter(Dataset.range(5).map(_sq))
+    state = it.get_state()
+    with pytest.raises(ValueError, match="pipeline"):
+        iter(Dataset.range(5).batch(2)).set_state(state)
+    with pytest.raises(ValueError, match="not a layerkit.data iterator state"):
+        iter(Dataset.range(5)).set_state({"x": 1})
+
+
+def test_iterator_takes_part_in_checkpoints():
+    # lk.Checkpoint reads and writes iterator state through the trackable protocol
+    build = lambda: Dataset.range(30).shuffle(10, seed=1).batch(4)  # noqa: E731
+    it = iter(build())
+    next(it)
+    state = roundtrip(trackable.get_state(it))
+    rest = values(it)
+    it2 = iter(build())
+    trackable.set_state(it2, state)
+    assert values(it2) == rest
+
+
+def test_midepoch_resume_of_a_training_style_pipeline_matches_uninterrupted_run():
+    from layerkit.ops import random as lkr
+
+    def build():
+        lkr.set_seed(123)  # seedless shuffles and maps: seeds come from the global generator
+        return (Dataset.from_tensor_slices((X, Y)).shuffle(7).map(lambda x, y: (x * 2, y))
+                .batch(3).repeat(2).prefetch(2))
+    full = values(build())
+    it = iter(build())
+    head = [next(it) for _ in range(5)]
+    state = roundtrip(it.get_state())
+    del it
+    it2 = iter(build())
+    it2.set_state(state)
+    assert [tuple(np.asarray(v._v).tolist() for v in e) for e in head] + values(it2) == full
+
+
+def test_iterator_in_lk_checkpoint(tmp_path):
+    ckpt = pytest.importorskip("layerkit.checkpoint")
+    if not hasattr(ckpt, "Checkpoint"):
+        pytest.skip("layerkit.checkpoint.Checkpoint is not available")
+
+    def build():
+        return (Dataset.range(40).shuffle(10, seed=1).map(_slow_sq, num_parallel_calls=2)
+                .batch(4).prefetch(2))
+    it = iter(build())
+    for _ in range(3):
+        next(it)
+    path = ckpt.Checkpoint(iterator=it).save(str(tmp_path / "ck"))
+    rest = values(it)
+    it2 = iter(build())
+    ckpt.Checkpoint(iterator=it2).restore(path).assert_consumed()
+    assert values(it2) == rest
