@@ -10,7 +10,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 _VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 

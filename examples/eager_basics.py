@@ -19,7 +19,8 @@ grad = lk.gradients_function(square)
 print("square(3.):", float(square(3.0)))  # 9.0
 print("grad(3.):", [float(g) for g in grad(3.0)])  # [6.0]
 # Gradients nest: the gradient of the gradient is the second derivative.
-print("second derivative:", [float(g) for g in lk.gradients_function(lambda x: grad(x)[0])(3.0)])  # [2.0]
+second = lk.gradients_function(lambda x: grad(x)[0])
+print("second derivative:", [float(g) for g in second(3.0)])  # [2.0]
 
 
 # A numerically unstable function: its naive gradient at 100 is nan (inf / inf) ...
@@ -28,7 +29,8 @@ def log1pexp(x):
 
 
 with np.errstate(over="ignore", invalid="ignore"):
-    print("log1pexp grad at 100 (plain):", [float(g) for g in lk.gradients_function(log1pexp)(100.0)])  # [nan]
+    plain = lk.gradients_function(log1pexp)(100.0)
+    print("log1pexp grad at 100 (plain):", [float(g) for g in plain])  # [nan]
 
 
 # ... and a custom gradient fixes it.
@@ -43,7 +45,8 @@ def log1pexp_stable(x):
 
 
 with np.errstate(over="ignore"):
-    print("log1pexp grad at 100 (custom):", [float(g) for g in lk.gradients_function(log1pexp_stable)(100.0)])  # [1.0]
+    custom = lk.gradients_function(log1pexp_stable)(100.0)
+    print("log1pexp grad at 100 (custom):", [float(g) for g in custom])  # [1.0]
 
 
 # A dynamic model: Python control flow on tensor values, differentiated as it ran.

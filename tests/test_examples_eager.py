@@ -30,5 +30,5 @@ def test_eager_basics_output():
     eps = 1e-4
     fd = (_collatz_like(3.0 + eps) - _collatz_like(3.0 - eps)) / (2 * eps)
     assert float(grad) == pytest.approx(fd, abs=1e-4)
-    losses = [float(l.split("loss=")[1].split()[0]) for l in out.splitlines() if "loss=" in l]
+    losses = [float(ln.split("loss=")[1].split()[0]) for ln in out.splitlines() if "loss=" in ln]
     assert len(losses) == 3 and losses[0] > losses[1] > losses[2]
