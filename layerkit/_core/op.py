@@ -78,7 +78,11 @@ def apply(op: Op, *args, **attrs):
     """Run ``op`` eagerly on ``args`` and return Tensor(s); record it if a tape watches."""
     if RECORDERS:
         return _apply_recording(op, args, attrs)
-    out = op.forward(*_values(args), **attrs)
+    try:  # all Tensors (the common case): no per-argument type dispatch
+        vals = [a._v for a in args]
+    except AttributeError:
+        vals = _values(args)
+    out = op.forward(*vals, **attrs)
     if op.num_outputs == 1:
         if type(out) is np.ndarray and out.base is not None:
             out = _unalias(out, args)

@@ -73,7 +73,7 @@ def backward(nodes: list, targets: list, seeds: list, sources: list) -> list:
                     f"gradient rule of op '{op.name}' returned shape {gx.shape} for an "
                     f"input of shape {x.shape}"
                 )
-            if gv.dtype != xv.dtype:
+            if gv.dtype is not xv.dtype and gv.dtype != xv.dtype:
                 gx = cast(gx, xv.dtype)
             key = id(x)
             prev = grads.get(key)

@@ -155,14 +155,16 @@ class GradientTape:
                 "gradients; use GradientTape(persistent=True) for more"
             )
         self._used = True
-        flat_sources = flatten(sources)
+        single = isinstance(sources, Tensor)
+        flat_sources = [sources] if single else flatten(sources)
         for s in flat_sources:
             if not isinstance(s, Tensor):
                 raise TypeError(
                     f"GradientTape.gradient: sources must be Tensors or Variables, received "
                     f"{type(s).__name__}"
                 )
-        targets = [convert_to_tensor(t) for t in flatten(target)]
+        targets = [target] if isinstance(target, Tensor) else [
+            convert_to_tensor(t) for t in flatten(target)]
         if output_gradients is None:
             seeds = [wrap(np.ones(t.shape, t.dtype)) for t in targets]
         else:
@@ -203,7 +205,7 @@ class GradientTape:
             if g is None and unconnected_gradients == "zero":
                 g = zeros_like(s) if _is_float(s) else zeros_like(s, dtype=np.float32)
             out.append(g)
-        return pack_like(sources, out)
+        return out[0] if single else pack_like(sources, out)
 
     def jacobian(self, target, source, unconnected_gradients: str = "none"):
         """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``."""

@@ -32,7 +32,8 @@ def _perm_inverse(order) -> tuple:
 
 # ---- matmul -------------------------------------------------------------------------
 def _t(a):
-    return np.swapaxes(a, -1, -2)
+    # The ndarray method skips np.swapaxes's Python dispatch (~0.7 us per call).
+    return a.swapaxes(-1, -2) if isinstance(a, np.ndarray) else np.swapaxes(a, -1, -2)
 
 
 def _matmul_fwd(a, b, transpose_a, transpose_b):
