@@ -49,9 +49,12 @@ def _time_ms(fns: dict, repeats: int, interleave: bool, stat, clock=time.perf_co
     other; so by default each variant runs its repeats back to back (steady state).
     """
     times = {k: [] for k in fns}
-    if interleave:
+    # Warm everything up first: the first calls after start-up run several times slower
+    # (thread pools, the allocator's heap growing, page faults on fresh memory).
+    for _ in range(3):
         for f in fns.values():
-            f()  # warm up (allocator, thread pool, caches)
+            f()
+    if interleave:
         for _ in range(repeats):
             for k, f in fns.items():
                 t0 = clock()
@@ -59,7 +62,6 @@ def _time_ms(fns: dict, repeats: int, interleave: bool, stat, clock=time.perf_co
                 times[k].append(clock() - t0)
     else:
         for k, f in fns.items():
-            f()
             f()
             for _ in range(repeats):
                 t0 = clock()

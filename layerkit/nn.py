@@ -1,0 +1,37 @@
+"""``lk.nn``: activations, softmax, convolution and pooling, dropout, normalisation and
+cross-entropy ops (TensorFlow names and semantics; images NHWC, kernels HWIO).
+
+    >>> import layerkit as lk
+    >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
+    array([[0.5, 0.5]], dtype=float32)
+"""
+from layerkit.ops.conv import avg_pool2d, conv2d, conv2d_transpose, depthwise_conv2d, max_pool2d
+from layerkit.ops.nn import (
+    batch_normalization,
+    dropout,
+    elu,
+    gelu,
+    l2_normalize,
+    leaky_relu,
+    log_softmax,
+    moments,
+    relu,
+    relu6,
+    selu,
+    sigmoid_cross_entropy_with_logits,
+    silu,
+    softmax,
+    softmax_cross_entropy_with_logits,
+    softplus,
+    sparse_softmax_cross_entropy_with_logits,
+)
+
+swish = silu  # Keras/TF alias
+
+__all__ = [
+    "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "softplus", "silu", "swish",
+    "softmax", "log_softmax", "conv2d", "conv2d_transpose", "depthwise_conv2d",
+    "max_pool2d", "avg_pool2d", "dropout", "moments", "batch_normalization",
+    "l2_normalize", "softmax_cross_entropy_with_logits",
+    "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
+]

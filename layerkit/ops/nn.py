@@ -1,0 +1,689 @@
+"""Neural-network ops: activations, softmax family, dropout, normalisation, cross-entropies.
+
+Most functions here are composites of primitive ops and have no gradient rule of their
+own (relu6, leaky_relu, elu, selu, silu, moments, batch_normalization, l2_normalize,
+dropout, softmax/sigmoid cross-entropy). Records exist only where stability or speed
+asks for one:
+
+- ``relu``: its rule is one product with a constant mask (exact at every order,
+  since relu'' = 0), where a composite would need a select and a comparison.
+- ``softplus``: stable forward; a composite with ``abs``/``maximum`` would get the wrong
+  derivative at exactly 0 (both kinks contribute 0 there instead of 1/2).
+- ``softmax``/``log_softmax``: max-shifted forwards, rules that reuse the answer.
+- ``sparse_softmax_cross_entropy_with_logits``: one pass, gradient ``softmax - onehot``.
+- ``gelu`` and its gradient ``gelu_grad``: block-wise float32 kernels (below).
+
+Every rule is written with layerkit ops, so gradients of gradients work.
+
+Block-wise float32 kernels (gelu, gelu_grad, softplus). NumPy runs one ufunc over a
+whole array at a time, so a chain of 20 ufuncs over 16 MB streams 20 times through
+memory and allocates 20 temporaries. The kernels here run the whole chain on one block
+at a time (``out=`` into scratch that stays in the L2 cache), and arrays of 1M elements
+or more are split over two threads (NumPy releases the GIL inside ufunc loops).
+Measured on the 2-core box (4M float32, benchmarks/bench_gelu.py, medians): exact
+gelu forward 13 ms, forward + gradient 22 ms, where the same formula op by op takes 45
+and 68 ms (torch's fused kernels: 1.4 and 5.5 ms); tanh form 6.2 / 16.7 ms vs 16.9 /
+67 ms op by op (torch 4.8 / 11.9); softplus forward 5.9 ms vs 13 ms op by op and
+100 ms for ``np.logaddexp``. A ufunc call costs ~0.12 ns per element even in cache
+(L2 bandwidth), so a 23-call chain cannot match one fused C loop.
+Exact gelu needs erf, which NumPy lacks: float32 uses a rational approximation of
+Mills' ratio fitted for this file (relative error 1.3e-7, so the gelu error is within
+a few float32 ulps); other float dtypes use ``erf`` from ``ops/elementwise``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from layerkit._core.convert import convert_to_tensor, to_array
+from layerkit._core.op import Op, apply, wrap
+from layerkit._core.tensor import Tensor
+from layerkit.ops import array as _array
+from layerkit.ops import elementwise as _ew
+from layerkit.ops import random as _random
+from layerkit.ops import reduce as _reduce
+
+# Public names are exported through ``layerkit.nn`` (not the top-level namespace).
+__all__: list[str] = []
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_K = math.sqrt(2.0 / math.pi)      # gelu tanh form: tanh(K * (x + C * x^3))
+_TANH_C = 0.044715
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _floating(x, op: str) -> Tensor:
+    """``x`` as a Tensor, which must have a floating dtype."""
+    t = x if isinstance(x, Tensor) else convert_to_tensor(x)
+    if t.dtype.kind != "f":
+        raise TypeError(
+            f"lk.nn.{op}: expected a floating-point tensor, received dtype {t.dtype.name} "
+            f"(convert with lk.cast(x, 'float32'))"
+        )
+    return t
+
+
+def _axis_arg(axis, ndim: int, op: str) -> int:
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"lk.nn.{op}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return a % ndim
+
+
+# =====================================================================================
+# Block-wise execution of float32 kernels
+# =====================================================================================
+# Block sizes measured on the 2-core box (4M float32, benchmarks/bench_gelu.py): one
+# thread is fastest with 32k-element blocks (five 128 KB buffers stay in L2); threads
+# want fewer, larger blocks, since every ufunc call re-acquires the GIL and a busy
+# hand-off costs more than the cache misses of 512 KB blocks.
+_BLOCK = 32768
+_BLOCK_THREADED = 131072
+_PARALLEL_MIN = 1 << 20     # below this, thread hand-offs cost more than they save
+# Two threads gave 1.4x on a quiet machine (more were not measured: GIL hand-offs grow).
+_THREADS = max(1, min(os.cpu_count() or 1, 2))   # the calling thread is one of them
+_POOL: list = []
+_POOL_LOCK = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="layerkit-nn"))
+        return _POOL[0]
+
+
+# A forked child must not reuse the parent's pool (its threads do not exist there).
+os.register_at_fork(after_in_child=_POOL.clear)
+
+
+def _flat(a: np.ndarray, n: int) -> np.ndarray:
+    if a.flags.c_contiguous:
+        return a.reshape(-1)
+    if not any(a.strides):
+        # A broadcast scalar (the gradient of a sum or mean): stays a zero-stride view.
+        return np.lib.stride_tricks.as_strided(a, shape=(n,), strides=(0,))
+    return np.ascontiguousarray(a).reshape(-1)
+
+
+def _blockwise(kernel, inputs: tuple, nscratch: int) -> np.ndarray:
+    """Run ``kernel(*input_blocks, out_block, *scratch)`` over float32 blocks.
+
+    All inputs have the shape of the first; the result has that shape and float32 dtype.
+    """
+    shape = inputs[0].shape
+    n = inputs[0].size
+    flats = [_flat(a, n) for a in inputs]
+    out = np.empty(n, np.float32)
+    threaded = n >= _PARALLEL_MIN and _THREADS > 1
+    block = _BLOCK_THREADED if threaded else _BLOCK
+
+    def work(lo: int, hi: int) -> None:
+        m = min(block, hi - lo)
+        scratch = [np.empty(m, np.float32) for _ in range(nscratch)]
+        with np.errstate(all="ignore"):
+            for s in range(lo, hi, block):
+                t = min(s + block, hi)
+                bufs = scratch if t - s == m else [b[: t - s] for b in scratch]
+                kernel(*[f[s:t] for f in flats], out[s:t], *bufs)
+
+    if not threaded:
+        work(0, n)
+    else:
+        pool = _executor()
+        step = -(-n // _THREADS)
+        step = -(-step // block) * block
+        futures = [pool.submit(work, lo, min(lo + step, n)) for lo in range(step, n, step)]
+        work(0, min(step, n))
+        for f in futures:
+            f.result()
+    return out.reshape(shape)
+
+
+def _k(v: float) -> np.ndarray:
+    # 0-d float32 constants: cheaper per ufunc call than NumPy scalars, and never promote.
+    return np.array(v, np.float32)
+
+
+_ZERO, _HALF, _ONE, _NEG_HALF = _k(0.0), _k(0.5), _k(1.0), _k(-0.5)
+_K_INV_SQRT_2PI = _k(_INV_SQRT_2PI)
+
+# =====================================================================================
+# relu
+# =====================================================================================
+
+
+def _relu_vjp(g, ins, y, needs):
+    # relu'' = 0, so a constant mask is the exact rule at every order.
+    yv = y._v
+    return (_ew.multiply(g, wrap((yv > 0).astype(yv.dtype))),)
+
+
+_RELU = Op("relu", lambda x: np.maximum(x, 0), _relu_vjp, "where({0} > 0, {0}, 0)")
+
+
+def relu(features) -> Tensor:
+    """Rectified linear unit ``max(features, 0)``; the gradient at 0 is 0 (as in TF).
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.nn.relu([-1.0, 2.0]).numpy()
+        array([0., 2.], dtype=float32)
+    """
+    return apply(_RELU, features)
+
+
+def relu6(features) -> Tensor:
+    """``min(max(features, 0), 6)``."""
+    return _ew.minimum(relu(features), 6)
+
+
+def leaky_relu(features, alpha: float = 0.2) -> Tensor:
+    """``features`` where positive, else ``alpha * features`` (gradient ``alpha`` at 0)."""
+    x = _floating(features, "leaky_relu")
+    return _ew.where(_ew.greater(x, 0), x, _ew.multiply(x, float(alpha)))
+
+
+def _neg_expm1(x: Tensor, alpha: float) -> Tensor:
+    # alpha * expm1(x) on the negative side. The clamp keeps the unselected branch of
+    # the select finite for large x: otherwise its zero gradient times exp(x) = inf is nan.
+    return _ew.multiply(_ew.expm1(_ew.minimum(x, 0)), float(alpha))
+
+
+def elu(features, alpha: float = 1.0) -> Tensor:
+    """Exponential linear unit: ``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
+    x = _floating(features, "elu")
+    return _ew.where(_ew.greater(x, 0), x, _neg_expm1(x, alpha))
+
+
+def selu(features) -> Tensor:
+    """Scaled ELU with the self-normalising constants of Klambauer et al. (2017)."""
+    x = _floating(features, "selu")
+    return _ew.multiply(_ew.where(_ew.greater(x, 0), x, _neg_expm1(x, _SELU_ALPHA)),
+                        _SELU_SCALE)
+
+
+def silu(features, beta: float = 1.0) -> Tensor:
+    """Sigmoid linear unit (swish): ``features * sigmoid(beta * features)``."""
+    x = _floating(features, "silu")
+    z = x if beta == 1.0 else _ew.multiply(x, float(beta))
+    return _ew.multiply(x, _ew.sigmoid(z))
+
+
+# =====================================================================================
+# softplus (record: stable forward, block-wise in float32)
+# =====================================================================================
+
+
+def _softplus32_block(x, y, e, m):
+    # max(x, 0) + log1p(exp(-|x|)): exp never overflows and log1p keeps tiny tails.
+    np.abs(x, e)
+    np.negative(e, e)
+    np.exp(e, e)
+    np.log1p(e, y)
+    np.maximum(x, _ZERO, out=m)
+    np.add(y, m, y)
+
+
+def _softplus_fwd(x):
+    if x.dtype == np.float32:
+        return _blockwise(_softplus32_block, (x,), 2)
+    with np.errstate(over="ignore", under="ignore"):
+        return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+_SOFTPLUS = Op("softplus", _softplus_fwd,
+               lambda g, ins, y, needs: (_ew.multiply(g, _ew.sigmoid(ins[0])),),
+               "where({0} > 0, {0} + log1p(exp(-{0})), log1p(exp({0})))")
+
+
+def softplus(features) -> Tensor:
+    """``log(1 + exp(features))``, computed without overflow; the gradient is sigmoid.
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.nn.softplus([-1000.0, 0.0, 1000.0]).numpy().tolist()
+        [0.0, 0.6931471824645996, 1000.0]
+    """
+    return apply(_SOFTPLUS, _floating(features, "softplus"))
+
+
+# =====================================================================================
+# gelu (record) and gelu_grad (record), block-wise float32 kernels
+# =====================================================================================
+# Exact form: gelu(x) = x * Phi(x). With a = |x| and Q(a) = 1 - Phi(a):
+#     gelu(x) = max(x, 0) - a * Q(a),   Q(a) = exp(-a^2 / 2) * R(a),
+# and R (Mills' ratio over sqrt(2 pi)) is smooth and monotone on [0, inf), so a
+# rational P3(a) / Q4(a) matches it to a relative 1.3e-7 on [0, 8] (an iteratively
+# reweighted least-squares fit made for this file; P(0)/Q(0) = 1/2, p3 ~ 1/sqrt(2 pi)
+# as R ~ 1/(sqrt(2 pi) a) for large a), and to 4e-5 beyond 8, where a * Q(a) < 5e-15.
+# Both branches use only a = |x|, so gelu stays accurate relative to its value in the
+# negative tail too, up to float32 rounding of a^2 inside exp (relative a^2 * 6e-8).
+# Measured against float64: absolute error <= 2.4e-7, and <= 20 ulp on [-6, 6].
+# a is clamped at 20, where a * Q(a) is 0 in float32, so a^4 never overflows.
+_GP = tuple(_k(v) for v in (13.426168209759314, 9.262810249111949, 2.9540849917590646,
+                            0.3988053896318282))
+_GQ = tuple(_k(v) for v in (26.852339959913014, 39.95049385202034, 24.359589038564025,
+                            7.39425554840357))
+_A_MAX = _k(20.0)
+
+
+def _gelu32_block(x, y, a, p, q):
+    np.abs(x, a)
+    np.minimum(a, _A_MAX, out=a)
+    np.multiply(a, _GP[3], p)                     # P(a), Horner
+    np.add(p, _GP[2], p)
+    np.multiply(p, a, p)
+    np.add(p, _GP[1], p)
+    np.multiply(p, a, p)
+    np.add(p, _GP[0], p)
+    np.add(a, _GQ[3], q)                          # Q(a), monic, Horner
+    np.multiply(q, a, q)
+    np.add(q, _GQ[2], q)
+    np.multiply(q, a, q)
+    np.add(q, _GQ[1], q)
+    np.multiply(q, a, q)
+    np.add(q, _GQ[0], q)
+    np.divide(p, q, p)
+    np.multiply(a, a, q)                          # exp(-a^2 / 2)
+    np.multiply(q, _NEG_HALF, q)
+    np.exp(q, q)
+    np.multiply(p, q, p)
+    np.multiply(p, a, p)                          # a * Q(a)
+    np.maximum(x, _ZERO, out=y)
+    np.subtract(y, p, y)
+
+
+def _gelu_grad32_block(x, y, g, dx, e, t):
+    # gelu'(x) = Phi(x) + x * phi(x), with Phi = y / x taken from the forward answer:
+    # one exp instead of re-running the rational approximation.
+    np.multiply(x, x, e)
+    np.multiply(e, _NEG_HALF, e)
+    np.exp(e, e)
+    np.multiply(e, x, e)
+    np.multiply(e, _K_INV_SQRT_2PI, e)
+    np.divide(y, x, t)
+    np.add(t, e, t)
+    np.multiply(t, g, dx)
+    if not x.all():                               # 0/0 above: gelu'(0) = 1/2
+        z = x == 0
+        dx[z] = g[z] * _HALF
+
+
+_TK, _TKC = _k(_TANH_K), _k(_TANH_K * _TANH_C)
+_TKC3_HALF, _TK_HALF = _k(1.5 * _TANH_K * _TANH_C), _k(0.5 * _TANH_K)
+
+
+def _gelu_tanh32_block(x, y, s):
+    np.multiply(x, x, s)                          # u = K * (x + C x^3)
+    np.multiply(s, _TKC, s)
+    np.add(s, _TK, s)
+    np.multiply(s, x, s)
+    np.tanh(s, s)
+    np.multiply(x, _HALF, y)                      # y = x/2 + x/2 * tanh(u)
+    np.multiply(s, y, s)
+    np.add(y, s, y)
+
+
+def _gelu_tanh_grad32_block(x, y, g, dx, s, t, d):
+    # gelu'(x) = (1 + t)/2 + x/2 * (1 - t^2) * u',  u' = K (1 + 3 C x^2)
+    np.multiply(x, x, s)
+    np.multiply(s, _TKC, t)
+    np.add(t, _TK, t)
+    np.multiply(t, x, t)
+    np.tanh(t, t)
+    np.multiply(s, _TKC3_HALF, d)                 # u'/2
+    np.add(d, _TK_HALF, d)
+    np.multiply(d, x, d)
+    np.multiply(t, t, s)                          # 1 - t^2
+    np.subtract(_ONE, s, s)
+    np.multiply(d, s, d)
+    np.multiply(t, _HALF, t)
+    np.add(t, _HALF, t)
+    np.add(t, d, t)
+    np.multiply(t, g, dx)
+
+
+def _upcast(f, *arrays, **attrs):
+    # float16 and other narrow floats run the float32 kernels.
+    dt = arrays[0].dtype
+    return f(*(a.astype(np.float32) for a in arrays), **attrs).astype(dt)
+
+
+def _gelu_fwd(x, approximate):
+    dt = x.dtype
+    if dt == np.float32:
+        if approximate:
+            return _blockwise(_gelu_tanh32_block, (x,), 1)
+        return _blockwise(_gelu32_block, (x,), 3)
+    if dt.itemsize < 4:
+        return _upcast(_gelu_fwd, x, approximate=approximate)
+    if approximate:
+        return 0.5 * x * (1.0 + np.tanh(_TANH_K * (x + _TANH_C * x * x * x)))
+    return 0.5 * x * (1.0 + _ew._erf_forward(x * _SQRT_HALF))
+
+
+def _gelu_grad_fwd(x, y, g, approximate):
+    dt = x.dtype
+    if dt == np.float32 and g.dtype == np.float32:
+        if approximate:
+            return _blockwise(_gelu_tanh_grad32_block, (x, y, g), 3)
+        return _blockwise(_gelu_grad32_block, (x, y, g), 2)
+    if dt.itemsize < 4:
+        return _upcast(_gelu_grad_fwd, x, y, g, approximate=approximate)
+    with np.errstate(over="ignore", under="ignore"):
+        if approximate:
+            t = np.tanh(_TANH_K * (x + _TANH_C * x * x * x))
+            du = _TANH_K * (1.0 + 3.0 * _TANH_C * x * x)
+            return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+        cdf = 0.5 * (1.0 + _ew._erf_forward(x * _SQRT_HALF))
+        return g * (cdf + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI)
+
+
+def _gelu_second(x: Tensor, approximate: bool) -> Tensor:
+    """gelu''(x) in layerkit ops (differentiable again)."""
+    x2 = _ew.square(x)
+    if not approximate:
+        # d/dx [Phi + x phi] = 2 phi - x^2 phi
+        pdf = _ew.multiply(_ew.exp(_ew.multiply(x2, -0.5)), _INV_SQRT_2PI)
+        return _ew.multiply(pdf, _ew.subtract(2.0, x2))
+    # t = tanh(u): gelu'' = (1 - t^2) * (u' - x t u'^2 + x u'' / 2), u'' = 6 K C x
+    t = _ew.tanh(_ew.multiply(_ew.add(x, _ew.multiply(_ew.multiply(x2, x), _TANH_C)),
+                              _TANH_K))
+    du = _ew.multiply(_ew.add(_ew.multiply(x2, 3.0 * _TANH_C), 1.0), _TANH_K)
+    inner = _ew.add(_ew.subtract(du, _ew.multiply(_ew.multiply(x, t), _ew.square(du))),
+                    _ew.multiply(x2, 3.0 * _TANH_K * _TANH_C))
+    return _ew.multiply(_ew.subtract(1.0, _ew.square(t)), inner)
+
+
+def _gelu_grad_vjp(h, ins, dx, needs, approximate):
+    # gelu_grad(x, y, g) = g * gelu'(x); y is the forward answer, a cache of gelu(x),
+    # not a free input, so it gets no gradient.
+    x, y, g = ins
+    gx = (_ew.multiply(_ew.multiply(h, g), _gelu_second(x, approximate))
+          if needs[0] else None)
+    gg = apply(_GELU_GRAD, x, y, h, approximate=approximate) if needs[2] else None
+    return gx, None, gg
+
+
+_GELU_GRAD = Op("gelu_grad", _gelu_grad_fwd, _gelu_grad_vjp)
+_GELU = Op("gelu", _gelu_fwd,
+           lambda g, ins, y, needs, approximate: (
+               apply(_GELU_GRAD, ins[0], y, g, approximate=approximate),))
+
+
+def gelu(features, approximate: bool = False) -> Tensor:
+    """Gaussian error linear unit ``x * Phi(x)`` (Phi: the standard normal CDF).
+
+    Args:
+        features: a float tensor.
+        approximate: use the tanh form ``x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.nn.gelu([-1.0, 0.0, 1.0]).numpy().round(6)
+        array([-0.158655,  0.      ,  0.841345], dtype=float32)
+    """
+    return apply(_GELU, _floating(features, "gelu"), approximate=bool(approximate))
+
+
+# =====================================================================================
+# softmax, log_softmax (records)
+# =====================================================================================
+
+
+def _softmax_fwd(x, axis):
+    e = x - np.max(x, axis=axis, keepdims=True)
+    np.exp(e, out=e)
+    e /= np.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+def _softmax_vjp(g, ins, y, needs, axis):
+    # y * (g - sum(g * y)): the answer is reused, the input is not needed.
+    gy = _ew.multiply(g, y)
+    return (_ew.subtract(gy, _ew.multiply(y, _reduce.reduce_sum(gy, axis, keepdims=True))),)
+
+
+def _log_softmax_fwd(x, axis):
+    s = x - np.max(x, axis=axis, keepdims=True)
+    s -= np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+    return s
+
+
+def _log_softmax_vjp(g, ins, y, needs, axis):
+    # g - softmax * sum(g), softmax = exp(answer)
+    return (_ew.subtract(g, _ew.multiply(_ew.exp(y), _reduce.reduce_sum(g, axis, keepdims=True))),)
+
+
+_SOFTMAX = Op("softmax", _softmax_fwd, _softmax_vjp)
+_LOG_SOFTMAX = Op("log_softmax", _log_softmax_fwd, _log_softmax_vjp)
+
+
+def softmax(logits, axis: int = -1) -> Tensor:
+    """``exp(logits) / sum(exp(logits), axis)``, computed stably (shifted by the max).
+
+    Raises:
+        ValueError: ``axis`` is out of range.
+    """
+    x = _floating(logits, "softmax")
+    return apply(_SOFTMAX, x, axis=_axis_arg(axis, x.ndim, "softmax"))
+
+
+def log_softmax(logits, axis: int = -1) -> Tensor:
+    """``logits - log(sum(exp(logits), axis))``, computed stably.
+
+    Raises:
+        ValueError: ``axis`` is out of range.
+    """
+    x = _floating(logits, "log_softmax")
+    return apply(_LOG_SOFTMAX, x, axis=_axis_arg(axis, x.ndim, "log_softmax"))
+
+
+# =====================================================================================
+# cross-entropies
+# =====================================================================================
+
+
+def _labels_like(labels, logits: Tensor, op: str) -> Tensor:
+    t = labels if isinstance(labels, Tensor) else convert_to_tensor(labels)
+    if t.shape != logits.shape:
+        raise ValueError(
+            f"lk.nn.{op}: labels and logits must have the same shape, received labels "
+            f"{t.shape} and logits {logits.shape}"
+        )
+    return t if t.dtype == logits.dtype else _ew.cast(t, logits.dtype)
+
+
+def softmax_cross_entropy_with_logits(labels, logits, axis: int = -1) -> Tensor:
+    """Cross-entropy between ``labels`` (probabilities) and ``softmax(logits)``.
+
+    Computed as ``-sum(labels * log_softmax(logits), axis)``, stable for any logits.
+    Gradients flow to both ``labels`` and ``logits`` (TF 2 semantics).
+
+    Args:
+        labels: same shape as ``logits``; each slice along ``axis`` a distribution.
+        logits: unscaled log-probabilities.
+        axis: the class axis.
+
+    Returns:
+        The loss, with ``axis`` removed.
+
+    Raises:
+        ValueError: the shapes differ or ``axis`` is out of range.
+    """
+    op = "softmax_cross_entropy_with_logits"
+    x = _floating(logits, op)
+    z = _labels_like(labels, x, op)
+    a = _axis_arg(axis, x.ndim, op)
+    return _ew.negative(_reduce.reduce_sum(_ew.multiply(z, log_softmax(x, a)), a))
+
+
+def _sparse_ce_fwd(labels, logits):
+    s = logits - np.max(logits, axis=-1, keepdims=True)
+    lse = np.log(np.sum(np.exp(s), axis=-1))
+    return lse - np.take_along_axis(s, labels[..., None].astype(np.intp), -1)[..., 0]
+
+
+def _sparse_ce_vjp(g, ins, y, needs):
+    labels, logits = ins
+    lv = logits._v
+    onehot = np.zeros(lv.shape, lv.dtype)
+    np.put_along_axis(onehot, labels._v[..., None].astype(np.intp), 1, -1)
+    d = _ew.subtract(softmax(logits), wrap(onehot))
+    return None, _ew.multiply(_array.expand_dims(g, -1), d)
+
+
+_SPARSE_CE = Op("sparse_softmax_cross_entropy_with_logits", _sparse_ce_fwd, _sparse_ce_vjp)
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:
+    """Cross-entropy between integer class ``labels`` and ``softmax(logits)``.
+
+    Args:
+        labels: integer tensor of shape ``logits.shape[:-1]`` with values in
+            ``[0, num_classes)``.
+        logits: float tensor of shape ``(..., num_classes)``.
+
+    Returns:
+        The loss, of shape ``labels.shape``.
+
+    Raises:
+        TypeError: ``labels`` is not an integer tensor.
+        ValueError: the shapes do not match, or a label is outside ``[0, num_classes)``
+            (the message names the label and ``num_classes``).
+    """
+    op = "sparse_softmax_cross_entropy_with_logits"
+    x = _floating(logits, op)
+    z = labels if isinstance(labels, Tensor) else convert_to_tensor(labels)
+    if z.dtype.kind not in "iu":
+        raise TypeError(f"lk.nn.{op}: labels must be integers, received dtype {z.dtype.name}")
+    if x.ndim < 1 or z.shape != x.shape[:-1]:
+        raise ValueError(
+            f"lk.nn.{op}: labels must have shape logits.shape[:-1]; received labels "
+            f"{z.shape} and logits {x.shape}"
+        )
+    num_classes = x.shape[-1]
+    zv = z._v
+    if zv.size:
+        bad = (zv < 0) | (zv >= num_classes)
+        if bad.any():
+            first = np.asarray(zv)[bad].flat[0]
+            raise ValueError(
+                f"lk.nn.{op}: label {int(first)} is out of range [0, {num_classes}) "
+                f"(num_classes={num_classes})"
+            )
+    return apply(_SPARSE_CE, z, x)
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None) -> Tensor:
+    """Elementwise cross-entropy between ``labels`` in [0, 1] and ``sigmoid(logits)``.
+
+    Uses TF's stable form ``max(x, 0) - x * z + log(1 + exp(-|x|))``, written as
+    ``softplus(x) - x * z``, which is the same function with the exact gradient
+    ``sigmoid(x) - z`` everywhere (including x = 0).
+
+    Raises:
+        ValueError: ``labels`` and ``logits`` are missing or have different shapes.
+    """
+    op = "sigmoid_cross_entropy_with_logits"
+    if labels is None or logits is None:
+        raise ValueError(f"lk.nn.{op}: both labels= and logits= are required")
+    x = _floating(logits, op)
+    z = _labels_like(labels, x, op)
+    return _ew.subtract(softplus(x), _ew.multiply(x, z))
+
+
+# =====================================================================================
+# dropout, moments, normalisation
+# =====================================================================================
+
+
+def dropout(x, rate: float, noise_shape=None, seed: int | None = None) -> Tensor:
+    """Zero each element with probability ``rate`` and scale the rest by ``1/(1 - rate)``.
+
+    Args:
+        x: a float tensor.
+        rate: the drop probability, in [0, 1).
+        noise_shape: shape of the keep/drop mask, broadcast against ``x`` (each entry
+            equal to ``x``'s dimension or 1; ``None`` entries take ``x``'s dimension).
+        seed: an int for a reproducible mask; None draws a seed from ``lk.random``'s
+            global generator (reproducible after ``lk.random.set_seed``).
+
+    Raises:
+        ValueError: ``rate`` is outside [0, 1) or ``noise_shape`` does not broadcast.
+    """
+    t = _floating(x, "dropout")
+    rate = float(rate)
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"lk.nn.dropout: rate must be in [0, 1), received rate={rate}")
+    shape = t.shape
+    if noise_shape is None:
+        mask_shape = shape
+    else:
+        ns = to_array(noise_shape).tolist() if isinstance(noise_shape, Tensor) else noise_shape
+        ns = list(ns)
+        if len(ns) != len(shape) or any(
+                d is not None and int(d) not in (1, n) for d, n in zip(ns, shape)):
+            raise ValueError(
+                f"lk.nn.dropout: noise_shape {tuple(ns)} does not broadcast to the input "
+                f"shape {shape}"
+            )
+        mask_shape = tuple(n if d is None else int(d) for d, n in zip(ns, shape))
+    if rate == 0.0:
+        return t
+    rng = _random.rng_for(seed)
+    keep = rng.random(mask_shape, dtype=np.float32) >= rate
+    dt = t.dtype
+    mask = keep.astype(dt)
+    mask *= np.asarray(1.0 / (1.0 - rate), dt)
+    return _ew.multiply(t, wrap(mask))
+
+
+def moments(x, axes, keepdims: bool = False) -> tuple:
+    """Mean and variance of ``x`` over ``axes``.
+
+    The variance is ``mean((x - mean)^2)`` with the mean not held constant, so its
+    gradients are exact at every order.
+
+    Returns:
+        ``(mean, variance)``.
+    """
+    t = _floating(x, "moments")
+    mean = _reduce.reduce_mean(t, axes, keepdims=True)
+    var = _reduce.reduce_mean(_ew.square(_ew.subtract(t, mean)), axes, keepdims=keepdims)
+    if not keepdims:
+        mean = _array.reshape(mean, var.shape)
+    return mean, var
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon: float) -> Tensor:
+    """``(x - mean) * scale / sqrt(variance + variance_epsilon) + offset`` (TF's form).
+
+    ``offset`` and ``scale`` may be None. All arguments broadcast against ``x``.
+    """
+    t = _floating(x, "batch_normalization")
+    inv = _ew.rsqrt(_ew.add(variance, float(variance_epsilon)))
+    if scale is not None:
+        inv = _ew.multiply(inv, scale)
+    shift = _ew.multiply(mean, inv)
+    shift = _ew.negative(shift) if offset is None else _ew.subtract(offset, shift)
+    # Statistics of another float dtype do not change the dtype of x (TF casts too).
+    if inv.dtype != t.dtype:
+        inv = _ew.cast(inv, t.dtype)
+    if shift.dtype != t.dtype:
+        shift = _ew.cast(shift, t.dtype)
+    return _ew.add(_ew.multiply(t, inv), shift)
+
+
+def l2_normalize(x, axis=None, epsilon: float = 1e-12) -> Tensor:
+    """``x / sqrt(max(sum(x^2, axis), epsilon))``."""
+    t = _floating(x, "l2_normalize")
+    sq = _reduce.reduce_sum(_ew.square(t), axis, keepdims=True)
+    return _ew.multiply(t, _ew.rsqrt(_ew.maximum(sq, float(epsilon))))

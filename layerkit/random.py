@@ -1,0 +1,27 @@
+"""``lk.random``: seeded random ops and generators.
+
+``set_seed(s)`` makes every seedless call (and every seedless consumer: initializers,
+dropout, shuffling) reproducible; an op-level ``seed`` alone gives the same result on
+every call; ``Generator(seed)`` is an independent stream with the same methods.
+
+    >>> import layerkit as lk
+    >>> lk.random.set_seed(0)
+    >>> a = lk.random.normal([3])
+    >>> lk.random.set_seed(0)
+    >>> bool((lk.random.normal([3]).numpy() == a.numpy()).all())
+    True
+"""
+from layerkit.ops.random import (
+    Generator,
+    categorical,
+    get_state,
+    normal,
+    set_seed,
+    set_state,
+    shuffle,
+    truncated_normal,
+    uniform,
+)
+
+__all__ = ["set_seed", "get_state", "set_state", "normal", "uniform", "truncated_normal",
+           "categorical", "shuffle", "Generator"]
