@@ -11,69 +11,13 @@ import numpy as np
 
 from layerkit._core.convert import to_array
 from layerkit._core.op import wrap
+from layerkit._core.spec import TensorSpec, shapes_compatible  # noqa: F401 (re-exported)
 from layerkit._core.tensor import Tensor
 
 _new = object.__new__
 
 
 # ---- specs ---------------------------------------------------------------------------------
-class TensorSpec:
-    """Describes a Tensor: its shape (``None`` for an unknown dimension) and dtype.
-
-    Args:
-        shape: a tuple of ints/None, or None for an unknown rank.
-        dtype: a NumPy dtype (``np.dtype('S')`` stands for bytes strings of any length).
-        name: an optional name.
-    """
-
-    __slots__ = ("shape", "dtype", "name")
-
-    def __init__(self, shape, dtype=np.float32, name: str | None = None) -> None:
-        self.shape = None if shape is None else tuple(None if d is None else int(d) for d in shape)
-        self.dtype = _norm_dtype(np.dtype(dtype))
-        self.name = name
-
-    @classmethod
-    def from_tensor(cls, value, name: str | None = None) -> TensorSpec:
-        a = value._v if isinstance(value, Tensor) else np.asarray(value)
-        return cls(np.shape(a), np.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype, name)
-
-    def is_compatible_with(self, other) -> bool:
-        """True if ``other`` (a TensorSpec, Tensor or array) fits this spec."""
-        if not isinstance(other, TensorSpec):
-            other = TensorSpec.from_tensor(other)
-        if self.dtype != other.dtype:
-            return False
-        return shapes_compatible(self.shape, other.shape)
-
-    def __eq__(self, other) -> bool:
-        return (isinstance(other, TensorSpec) and self.shape == other.shape
-                and self.dtype == other.dtype and self.name == other.name)
-
-    def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.name))
-
-    def __repr__(self) -> str:
-        return f"TensorSpec(shape={self.shape}, dtype={self.dtype.name}, name={self.name!r})"
-
-
-def _norm_dtype(dt: np.dtype) -> np.dtype:
-    # Fixed-width strings of every length describe the same stream of strings.
-    if dt.kind == "S":
-        return np.dtype("S")
-    if dt.kind == "U":
-        return np.dtype("U")
-    return dt
-
-
-def shapes_compatible(a, b) -> bool:
-    if a is None or b is None:
-        return True
-    if len(a) != len(b):
-        return False
-    return all(x is None or y is None or x == y for x, y in zip(a, b))
-
-
 def spec_of(element):
     """The nested TensorSpec structure describing ``element``."""
     return map_structure(TensorSpec.from_tensor, element)

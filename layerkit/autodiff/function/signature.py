@@ -9,76 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from layerkit._core.convert import as_dtype, to_array
+from layerkit._core.convert import to_array
+from layerkit._core.spec import TensorSpec
+from layerkit._core.spec import shapes_compatible as shape_compatible
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 
 _VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
-
-
-class TensorSpec:
-    """Describes the tensors a function accepts: a shape (``None`` = any size) and a dtype.
-
-    Args:
-        shape: a tuple of ints and ``None`` (unknown dimension), or ``None`` for any rank.
-        dtype: the dtype (float32 by default).
-        name: an optional name, shown in signatures.
-
-    Example:
-        >>> import layerkit as lk
-        >>> spec = lk.TensorSpec([None, 3], "float32")
-        >>> spec.is_compatible_with(lk.zeros((5, 3)))
-        True
-    """
-
-    __slots__ = ("shape", "dtype", "name")
-
-    def __init__(self, shape=None, dtype="float32", name: str | None = None) -> None:
-        if shape is not None:
-            try:
-                shape = tuple(None if d is None else int(d) for d in shape)
-            except TypeError:
-                raise TypeError(f"TensorSpec: shape must be a sequence of ints and None, "
-                                f"received {shape!r}") from None
-        self.shape = shape
-        self.dtype = as_dtype(dtype)
-        self.name = name
-
-    @classmethod
-    def from_tensor(cls, tensor, name: str | None = None) -> TensorSpec:
-        """The spec of an existing tensor or array."""
-        a = to_array(tensor) if not isinstance(tensor, Tensor) else tensor
-        return cls(np.shape(a), a.dtype, name)
-
-    def is_compatible_with(self, value) -> bool:
-        """True if ``value`` (a tensor, array, or a TensorSpec) fits this spec."""
-        if isinstance(value, TensorSpec):
-            shape, dtype = value.shape, value.dtype
-        else:
-            a = value if isinstance(value, Tensor) else to_array(value)
-            shape, dtype = tuple(np.shape(a._v if isinstance(a, Tensor) else a)), a.dtype
-        if dtype != self.dtype:
-            return False
-        return shape_compatible(self.shape, shape)
-
-    def __eq__(self, other) -> bool:
-        return (isinstance(other, TensorSpec) and self.shape == other.shape
-                and self.dtype == other.dtype)
-
-    def __hash__(self) -> int:
-        return hash((self.shape, self.dtype))
-
-    def __repr__(self) -> str:
-        name = f", name={self.name!r}" if self.name else ""
-        return f"TensorSpec(shape={self.shape}, dtype={self.dtype.name}{name})"
-
-
-def shape_compatible(spec_shape, shape) -> bool:
-    if spec_shape is None or shape is None:
-        return True
-    if len(spec_shape) != len(shape):
-        return False
-    return all(a is None or b is None or a == b for a, b in zip(spec_shape, shape))
 
 
 class CallKey:
