@@ -117,11 +117,18 @@ class ColumnarNode(Node):
         super().__init__()
         self._specs = None  # column -> TensorSpec, in output order
 
-    # subclasses: num_parts(), open_part(i, start_row) -> iterator of RecordBatch,
-    # first_schema() -> pyarrow.Schema (projected), part_label(i)
+    # Subclasses set ``_schema`` (the projected pyarrow.Schema) and define
+    # open_part(i, start_row) -> iterator of RecordBatch. Parts are the files in ``paths``
+    # unless a subclass overrides num_parts() and part_label(i).
+    def num_parts(self) -> int:
+        return len(self.paths)
+
+    def part_label(self, i: int) -> str:
+        return self.paths[i]
+
     def specs(self) -> dict:
         if self._specs is None:
-            self._specs = _schema_specs(self.first_schema(), f"Dataset.{self.name}")
+            self._specs = _schema_specs(self._schema, f"Dataset.{self.name}")
         return self._specs
 
     def static_chunk_spec(self):
@@ -352,15 +359,6 @@ class ParquetNode(ColumnarNode):
         import pyarrow.parquet as pq
         return pq
 
-    def first_schema(self):
-        return self._schema
-
-    def num_parts(self) -> int:
-        return len(self.paths)
-
-    def part_label(self, i: int) -> str:
-        return self.paths[i]
-
     def cardinality(self) -> int:
         if self._rows is None:
             pq = self._pq()
@@ -451,9 +449,6 @@ class ArrowNode(ColumnarNode):
         self.specs()
         self._reader_used = False
 
-    def first_schema(self):
-        return self._schema
-
     def num_parts(self) -> int:
         return 1
 
@@ -535,15 +530,6 @@ class CsvNode(ColumnarNode):
                                  convert_options=co)
         except _pa().ArrowInvalid as e:
             raise ValueError(f"Dataset.from_csv({self.paths[i]}): {e}") from None
-
-    def first_schema(self):
-        return self._schema
-
-    def num_parts(self) -> int:
-        return len(self.paths)
-
-    def part_label(self, i: int) -> str:
-        return self.paths[i]
 
     def open_part(self, i: int, start_row: int):
         return _skip_rows(self._csv_batches(i), start_row)

@@ -12,7 +12,7 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit.data import structure as _st
-from layerkit.data.node import INFINITE, UNKNOWN, Node, NodeIterator, pull_rows
+from layerkit.data.node import INFINITE, UNKNOWN, Node, NodeIterator, ScalarStateIterator, pull_rows
 
 
 def _batched_cardinality(n: int, size: int, drop: bool) -> int:
@@ -49,9 +49,10 @@ class BatchNode(Node):
         return _st.batch_spec(self.inputs[0].element_spec(), self.size if self.drop else None)
 
 
-class BatchIterator(NodeIterator):
+class BatchIterator(ScalarStateIterator):
     __slots__ = ("_up", "_n", "_drop", "_done", "_chunked", "_codec")
     kind = "batch"
+    _saved = (("done", "_done", bool),)
 
     def __init__(self, node: BatchNode, up: NodeIterator) -> None:
         self._up = up
@@ -87,14 +88,6 @@ class BatchIterator(NodeIterator):
         if codec is None:
             codec = self._codec = _st.Codec(elems[0])
         return codec.pack_arrays(_st.stack(elems, codec, "Dataset.batch"))
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "done": self._done, "input": self._up.get_state()}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._done = bool(state["done"])
-        self._up.set_state(state["input"])
 
 
 # ---- padded_batch --------------------------------------------------------------------------
@@ -176,9 +169,10 @@ def _shape_tuple(shape) -> tuple:
     return tuple(shape)
 
 
-class PaddedBatchIterator(NodeIterator):
+class PaddedBatchIterator(ScalarStateIterator):
     __slots__ = ("_up", "_node", "_done", "_codec", "_shapes", "_pads")
     kind = "padded_batch"
+    _saved = (("done", "_done", bool),)
 
     def __init__(self, node: PaddedBatchNode, up: NodeIterator) -> None:
         self._up = up
@@ -246,14 +240,6 @@ class PaddedBatchIterator(NodeIterator):
                     f"element and {a.dtype.name} in element {i}")
             out[(i,) + tuple(slice(0, s) for s in a.shape)] = a
         return out
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "done": self._done, "input": self._up.get_state()}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._done = bool(state["done"])
-        self._up.set_state(state["input"])
 
 
 # ---- unbatch -------------------------------------------------------------------------------

@@ -169,6 +169,33 @@ class NodeIterator:
             )
 
 
+class ScalarStateIterator(NodeIterator):
+    """An iterator whose own state is a few scalar attributes.
+
+    Subclasses list them in ``_saved`` as ``(state key, attribute, type)``; the state is
+    ``{"node": kind, <key>: value, ...}`` plus ``"input": <its state>`` for a stage with an
+    input (``_up``).
+    """
+
+    __slots__ = ()
+    _saved: tuple = ()
+
+    def get_state(self) -> dict:
+        state = {"node": self.kind}
+        for key, attr, _ in self._saved:
+            state[key] = getattr(self, attr)
+        for up in self._inputs():
+            state["input"] = up.get_state()
+        return state
+
+    def set_state(self, state: dict) -> None:
+        self._check_state(state)
+        for key, attr, kind in self._saved:
+            setattr(self, attr, kind(state[key]))
+        for up in self._inputs():
+            up.set_state(state["input"])
+
+
 def as_node(obj, what: str) -> Node:
     """The node behind a Dataset (duck-typed, so nodes never import the facade)."""
     node = getattr(obj, "_node", None)

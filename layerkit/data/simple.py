@@ -9,7 +9,7 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit.data import structure as _st
-from layerkit.data.node import INFINITE, UNKNOWN, Node, NodeIterator
+from layerkit.data.node import INFINITE, UNKNOWN, Node, NodeIterator, ScalarStateIterator
 
 
 def _count_arg(count, what: str) -> int:
@@ -18,15 +18,42 @@ def _count_arg(count, what: str) -> int:
     return int(count)
 
 
-# ---- take ----------------------------------------------------------------------------------
-class TakeNode(Node):
-    """The first ``count`` elements (all of them if ``count`` is -1)."""
-
-    name = "take"
+# ---- take and skip -------------------------------------------------------------------------
+class _CountNode(Node):
+    """A stage that counts ``count`` elements (-1: all) of its input and passes them on
+    unchanged (same spec, chunks pass through)."""
 
     def __init__(self, source: Node, count: int) -> None:
         super().__init__(source)
-        self.count = _count_arg(count, "take")
+        self.count = _count_arg(count, self.name)
+
+    def _compute_spec(self):
+        return self.inputs[0].element_spec()
+
+    def static_chunk_spec(self):
+        return self.inputs[0].static_chunk_spec()
+
+
+class _CountIterator(ScalarStateIterator):
+    __slots__ = ("_up", "_left")
+    _saved = (("left", "_left", int),)
+
+    def __init__(self, up: NodeIterator, count: int) -> None:
+        self._up = up
+        self._left = count  # -1: no limit
+
+    def supports_chunks(self) -> bool:
+        return self._up.supports_chunks()
+
+    @property
+    def codec(self):
+        return self._up.codec
+
+
+class TakeNode(_CountNode):
+    """The first ``count`` elements (all of them if ``count`` is -1)."""
+
+    name = "take"
 
     def make_iterator(self, ctx):
         return TakeIterator(self.inputs[0].make_iterator(ctx), self.count)
@@ -41,20 +68,10 @@ class TakeNode(Node):
             return self.count
         return min(n, self.count)
 
-    def _compute_spec(self):
-        return self.inputs[0].element_spec()
 
-    def static_chunk_spec(self):
-        return self.inputs[0].static_chunk_spec()
-
-
-class TakeIterator(NodeIterator):
-    __slots__ = ("_up", "_left")
+class TakeIterator(_CountIterator):
+    __slots__ = ()
     kind = "take"
-
-    def __init__(self, up: NodeIterator, count: int) -> None:
-        self._up = up
-        self._left = count  # -1: unlimited
 
     def __next__(self):
         if self._left == 0:
@@ -63,13 +80,6 @@ class TakeIterator(NodeIterator):
         if self._left > 0:
             self._left -= 1
         return e
-
-    def supports_chunks(self) -> bool:
-        return self._up.supports_chunks()
-
-    @property
-    def codec(self):
-        return self._up.codec
 
     def next_chunk(self, n: int):
         left = self._left
@@ -80,24 +90,11 @@ class TakeIterator(NodeIterator):
             self._left = left - len(c[0])
         return c
 
-    def get_state(self) -> dict:
-        return {"node": self.kind, "left": self._left, "input": self._up.get_state()}
 
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._left = int(state["left"])
-        self._up.set_state(state["input"])
-
-
-# ---- skip ----------------------------------------------------------------------------------
-class SkipNode(Node):
+class SkipNode(_CountNode):
     """Drops the first ``count`` elements (all of them if ``count`` is -1)."""
 
     name = "skip"
-
-    def __init__(self, source: Node, count: int) -> None:
-        super().__init__(source)
-        self.count = _count_arg(count, "skip")
 
     def make_iterator(self, ctx):
         return SkipIterator(self.inputs[0].make_iterator(ctx), self.count)
@@ -110,20 +107,10 @@ class SkipNode(Node):
             return 0
         return max(0, n - self.count)
 
-    def _compute_spec(self):
-        return self.inputs[0].element_spec()
 
-    def static_chunk_spec(self):
-        return self.inputs[0].static_chunk_spec()
-
-
-class SkipIterator(NodeIterator):
-    __slots__ = ("_up", "_left")
+class SkipIterator(_CountIterator):
+    __slots__ = ()
     kind = "skip"
-
-    def __init__(self, up: NodeIterator, count: int) -> None:
-        self._up = up
-        self._left = count  # -1: skip everything
 
     def _skip(self) -> None:
         up = self._up
@@ -150,25 +137,10 @@ class SkipIterator(NodeIterator):
             self._skip()
         return next(self._up)
 
-    def supports_chunks(self) -> bool:
-        return self._up.supports_chunks()
-
-    @property
-    def codec(self):
-        return self._up.codec
-
     def next_chunk(self, n: int):
         if self._left:
             self._skip()
         return self._up.next_chunk(n)
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "left": self._left, "input": self._up.get_state()}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._left = int(state["left"])
-        self._up.set_state(state["input"])
 
 
 # ---- repeat --------------------------------------------------------------------------------
@@ -295,9 +267,10 @@ class EnumerateNode(Node):
         return None if s is None else (_st.TensorSpec((), np.int64), s)
 
 
-class EnumerateIterator(NodeIterator):
+class EnumerateIterator(ScalarStateIterator):
     __slots__ = ("_up", "_i", "_codec")
     kind = "enumerate"
+    _saved = (("next", "_i", int),)
 
     def __init__(self, up: NodeIterator, start: int) -> None:
         self._up = up
@@ -327,14 +300,6 @@ class EnumerateIterator(NodeIterator):
         k = len(c[0])
         self._i = i + k
         return [np.arange(i, i + k, dtype=np.int64)] + list(c)
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "next": self._i, "input": self._up.get_state()}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._i = int(state["next"])
-        self._up.set_state(state["input"])
 
 
 # ---- shard ---------------------------------------------------------------------------------
@@ -367,9 +332,10 @@ class ShardNode(Node):
         return self.inputs[0].element_spec()
 
 
-class ShardIterator(NodeIterator):
+class ShardIterator(ScalarStateIterator):
     __slots__ = ("_up", "_n", "_index", "_pos")
     kind = "shard"
+    _saved = (("pos", "_pos", int),)
 
     def __init__(self, up: NodeIterator, n: int, index: int) -> None:
         self._up = up
@@ -385,14 +351,6 @@ class ShardIterator(NodeIterator):
             self._pos = p + 1
             if p % self._n == self._index:
                 return e
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "pos": self._pos, "input": self._up.get_state()}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._pos = int(state["pos"])
-        self._up.set_state(state["input"])
 
 
 # ---- concatenate ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from layerkit.data.node import (
     IterationContext,
     Node,
     NodeIterator,
+    ScalarStateIterator,
     annotate,
     fn_name,
     pull_rows,
@@ -69,9 +70,10 @@ class TensorSlicesNode(Node):
     _compute_spec = static_chunk_spec
 
 
-class SlicesIterator(NodeIterator):
+class SlicesIterator(ScalarStateIterator):
     __slots__ = ("_arrays", "_n", "_i", "codec", "_pair")
     kind = "from_tensor_slices"
+    _saved = (("pos", "_i", int),)
 
     def __init__(self, node: TensorSlicesNode) -> None:
         self._arrays = node.arrays
@@ -101,13 +103,6 @@ class SlicesIterator(NodeIterator):
         self._i = j
         return [a[i:j] for a in self._arrays]
 
-    def get_state(self) -> dict:
-        return {"node": self.kind, "pos": self._i}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._i = int(state["pos"])
-
 
 # ---- from_tensors --------------------------------------------------------------------------
 class TensorsNode(Node):
@@ -133,9 +128,10 @@ class TensorsNode(Node):
     _compute_spec = static_chunk_spec
 
 
-class TensorsIterator(NodeIterator):
+class TensorsIterator(ScalarStateIterator):
     __slots__ = ("_node", "_done", "codec")
     kind = "from_tensors"
+    _saved = (("done", "_done", bool),)
 
     def __init__(self, node: TensorsNode) -> None:
         self._node = node
@@ -156,13 +152,6 @@ class TensorsIterator(NodeIterator):
             return None
         self._done = True
         return [a[None] for a in self._node.arrays]
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "done": self._done}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._done = bool(state["done"])
 
 
 # ---- range ---------------------------------------------------------------------------------
@@ -192,9 +181,10 @@ class RangeNode(Node):
     _compute_spec = static_chunk_spec
 
 
-class RangeIterator(NodeIterator):
+class RangeIterator(ScalarStateIterator):
     __slots__ = ("_node", "_i", "codec")
     kind = "range"
+    _saved = (("pos", "_i", int),)
 
     def __init__(self, node: RangeNode) -> None:
         self._node = node
@@ -221,13 +211,6 @@ class RangeIterator(NodeIterator):
         self._i = j
         first = node.start + i * node.step
         return [np.arange(first, first + (j - i) * node.step, node.step, dtype=node.dtype)]
-
-    def get_state(self) -> dict:
-        return {"node": self.kind, "pos": self._i}
-
-    def set_state(self, state: dict) -> None:
-        self._check_state(state)
-        self._i = int(state["pos"])
 
 
 # ---- from_generator ------------------------------------------------------------------------

@@ -17,7 +17,18 @@ __all__ = ["zeros", "ones", "zeros_like", "ones_like", "fill", "eye", "range", "
            "one_hot"]
 
 
-def _shape(shape, op: str) -> tuple:
+def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
+    """A user's shape argument (an int, a sequence of ints, an array or Tensor) as a tuple.
+
+    Args:
+        shape: the argument.
+        op: the name to start error messages with.
+        error: the exception type for entries that are not integers (``2.5``, ``"a"``).
+
+    Raises:
+        ``error``: naming ``op`` and the argument, if an entry is not an integer.
+        ValueError: naming ``op`` and the shape, if a dimension is negative.
+    """
     if isinstance(shape, Tensor):
         shape = np.asarray(shape._v).tolist()
     elif isinstance(shape, np.ndarray):
@@ -29,8 +40,10 @@ def _shape(shape, op: str) -> tuple:
         ok = all(d == s for d, s in zip(dims, shape))
     except (TypeError, ValueError):
         ok = False
-    if not ok or any(d < 0 for d in dims):
-        raise ValueError(f"{op}: expected a shape of non-negative integers, received {shape!r}")
+    if not ok:
+        raise error(f"{op}: shape must be a sequence of ints, received {shape!r}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{op}: shape {dims} has a negative dimension")
     return dims
 
 
@@ -40,12 +53,12 @@ def _dtype(dtype) -> np.dtype:
 
 def zeros(shape, dtype=FLOATX) -> Tensor:
     """A tensor of zeros of ``shape`` (float32 by default)."""
-    return wrap(np.zeros(_shape(shape, "zeros"), _dtype(dtype)))
+    return wrap(np.zeros(shape_arg(shape, "zeros"), _dtype(dtype)))
 
 
 def ones(shape, dtype=FLOATX) -> Tensor:
     """A tensor of ones of ``shape`` (float32 by default)."""
-    return wrap(np.ones(_shape(shape, "ones"), _dtype(dtype)))
+    return wrap(np.ones(shape_arg(shape, "ones"), _dtype(dtype)))
 
 
 def zeros_like(x, dtype=None) -> Tensor:
@@ -71,7 +84,7 @@ def fill(dims, value) -> Tensor:
     v = to_array(value)
     if v.ndim != 0:
         raise ValueError(f"fill: value must be a scalar, received shape {v.shape}")
-    return wrap(np.full(_shape(dims, "fill"), v, v.dtype))
+    return wrap(np.full(shape_arg(dims, "fill"), v, v.dtype))
 
 
 def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
@@ -93,7 +106,7 @@ def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
         raise ValueError(f"eye: sizes must be non-negative, received {rows} x {cols}")
     m = np.eye(rows, cols, dtype=_dtype(dtype))
     if batch_shape is not None:
-        batch = _shape(batch_shape, "eye")
+        batch = shape_arg(batch_shape, "eye")
         m = np.broadcast_to(m, batch + m.shape).copy()
     return wrap(m)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import layerkit as lk
-from layerkit._core.op import apply, wrap
+from layerkit._core.op import apply
 from layerkit.ops import array as A
 from layerkit.ops import linalg as L
 
@@ -154,6 +154,9 @@ ROWS = [
     _row("matmul", lambda a, b: lk.matmul(a, b), _n(4), _n(2, 4, 3)),
     _row("matmul", lambda a, b: lk.matmul(a, b), _n(2, 3, 4), _n(4)),
     _row("matmul", lambda a, b: lk.matmul(a, b), _n(4), _n(4)),
+    _row("fused_matmul", lambda x, w, b: L.fused_matmul(x, w, b, "relu"), _n(5, 3), _n(3, 4),
+         _n(4)),
+    _row("fused_matmul", lambda x, w: L.fused_matmul(x, w), _n(2, 3), _n(3, 2)),
     _row("tensordot", lambda a, b: lk.tensordot(a, b, 1), _n(2, 3), _n(3, 4)),
     _row("tensordot", lambda a, b: lk.tensordot(a, b, [[0, 2], [2, 0]]), _n(2, 3, 4),
          _n(4, 5, 2)),
@@ -189,29 +192,3 @@ ROWS = [
     _row("svd", lambda x: _projectors(*apply(L._SVD, x)), _n(2, 4)),
     _row("matmul", lambda x: L.matmul(x, x, transpose_b=True), _n(3, 2)),
 ]
-
-
-# ---- deliberately wrong rules, for tests that the rows above can fail -----------------
-def _scaled(vjp):
-    """A rule off by 0.1%: the first-order check must catch it."""
-
-    def rule(g, ins, y, needs, **attrs):
-        return tuple(None if gi is None else lk.multiply(gi, 1.001)
-                     for gi in vjp(g, ins, y, needs, **attrs))
-
-    return rule
-
-
-def _detached(vjp):
-    """A rule that reads its upstream gradient as a constant: right at first order, wrong
-    at second (its output no longer depends on ``g`` for an outer tape)."""
-
-    def rule(g, ins, y, needs, **attrs):
-        g = tuple(wrap(np.asarray(t._v)) for t in g) if isinstance(g, tuple) \
-            else wrap(np.asarray(g._v))
-        return vjp(g, ins, y, needs, **attrs)
-
-    return rule
-
-
-MUTANTS = {"scaled": (_scaled, 1), "detached": (_detached, 2)}  # name: (wrapper, min order)

@@ -3,10 +3,6 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit._core.op import Op
-from layerkit.autodiff.check import check_grads
-from layerkit.ops import reduce as R
-from tests.ops.rows_reduce_array_linalg import MUTANTS, ROWS
 
 RNG = np.random.default_rng(7)
 AXES = [None, 0, 1, -1, (0, 2), [-1, 0], (), (0, 1, 2)]
@@ -221,26 +217,3 @@ def test_reduce_gradient_float32():
     g = t.gradient(y, x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(g.numpy(), np.full((2, 3), 0.5))
-
-
-_MINE = {v.name for v in vars(R).values() if isinstance(v, Op) and v.vjp is not None}
-_MY_ROWS = [r for r in ROWS if r["name"] in _MINE]
-
-
-@pytest.mark.parametrize("row", _MY_ROWS, ids=[f"{r['name']}-{i}" for i, r in enumerate(_MY_ROWS)])
-def test_gradient_rows(row):
-    check_grads(row["fn"], row["args"], order=row["order"])
-
-
-@pytest.mark.parametrize("mutant", sorted(MUTANTS))
-@pytest.mark.parametrize("name", sorted(_MINE))
-def test_every_record_has_rows_that_catch_a_wrong_rule(name, mutant, monkeypatch):
-    op = next(v for v in vars(R).values() if isinstance(v, Op) and v.name == name)
-    rows = [r for r in ROWS if r["name"] == name]
-    assert rows, f"no gradient row for record {name}"
-    wrong, min_order = MUTANTS[mutant]
-    rows = [r for r in rows if r["order"] >= min_order]
-    monkeypatch.setattr(op, "vjp", wrong(op.vjp))
-    for r in rows:
-        with pytest.raises(AssertionError):
-            check_grads(r["fn"], r["args"], order=r["order"])

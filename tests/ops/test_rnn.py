@@ -8,7 +8,6 @@ import layerkit as lk
 from layerkit._core.op import apply, wrap
 from layerkit.autodiff.check import GradientCheckError, check_grads
 from layerkit.ops import rnn as R
-from tests.ops.rows_rnn import ROWS
 
 
 def sigmoid(v):
@@ -109,12 +108,7 @@ def test_one_step_and_long_sequence():
                                    rtol=1e-11, atol=1e-12)
 
 
-# ---- gradients --------------------------------------------------------------------------
-@pytest.mark.parametrize("row", ROWS, ids=[f"{r['name']}-{i}" for i, r in enumerate(ROWS)])
-def test_gradient_rows(row):
-    check_grads(row["fn"], row["args"], order=row["order"])
-
-
+# ---- gradients (tests/ops/test_grad_table.py runs the rows of rows_rnn.py) ----------------
 @pytest.mark.parametrize("family", list(FAMILIES))
 @pytest.mark.parametrize("go_backwards", [False, True])
 def test_gradients_per_argument_to_second_order(family, go_backwards):

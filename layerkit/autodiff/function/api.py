@@ -194,16 +194,20 @@ class Function:
                     t = _new(Tensor)
                     t._v = cf._program.run(arrays)[0]
                     return t
+        args, ck, cf = self._lookup(args, kwargs)
+        if cf is None or cf.provisional:
+            return self._trace(args, kwargs, ck, previous=cf)[1]
+        return cf._run(ck.arrays, args, kwargs)
+
+    def _lookup(self, args, kwargs):
+        """``args`` conformed to the input signature (if any), their cache key and entry."""
         if self._sig is not None:
             if kwargs:
                 raise TypeError(f"lk.function '{self._name}' has an input_signature: pass "
                                 f"its arguments positionally")
             args = conform(self._name, self._sig, args, self._names)
         ck = build_key(args, kwargs, self._names)
-        cf = self._cache.get(ck.key)
-        if cf is None or cf.provisional:
-            return self._trace(args, kwargs, ck, previous=cf)[1]
-        return cf._run(ck.arrays, args, kwargs)
+        return args, ck, self._cache.get(ck.key)
 
     def _call_recorded(self, args, kwargs):
         # Inside another function's trace: inline (the outer trace records the ops).
@@ -213,13 +217,7 @@ class Function:
         # tape records that eager run; later calls of a pure graph are one tape node
         # whose vjp is the compiled backward graph (gradient.py); anything else (assigns,
         # stateful ops, custom gradients) runs its body eagerly for the tape to record.
-        if self._sig is not None:
-            if kwargs:
-                raise TypeError(f"lk.function '{self._name}' has an input_signature: pass "
-                                f"its arguments positionally")
-            args = conform(self._name, self._sig, args, self._names)
-        ck = build_key(args, kwargs, self._names)
-        cf = self._cache.get(ck.key)
+        args, ck, cf = self._lookup(args, kwargs)
         if cf is None or cf.provisional:
             return self._trace(args, kwargs, ck, previous=cf, own=True)[1]
         if cf.mode == "graph" and cf.differentiable:
