@@ -12,18 +12,37 @@ Cases (issue 3):
 - digits MLP: 64-64-10, Adam, batch 32, 30 epochs over 1,440 scikit-learn digits through
   ``fit(verbose=0)``, against a NumPy loop and a PyTorch loop doing the same epochs.
 
-Step times are medians of interleaved repeats; the fit case is the median of 3 runs.
-OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for this process (see _common.py).
+Step times are medians over repeats run in alternating per-library blocks (layerkit,
+numpy, torch, layerkit, ...; see ``timed_blocks``); the fit case is the median of 3 runs,
+also one library at a time. OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for this
+process (see _common.py).
+
+Run: python benchmarks/bench_training.py [--quick] [--threads N]
+(``--threads 1`` pins BLAS, OpenMP and torch to one thread each: steadier figures on a
+machine shared with other work.)
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import statistics
 import sys
 import time
 
+_THREADS = next((a.split("=", 1)[1] if "=" in a else sys.argv[i + 2]
+                 for i, a in enumerate(sys.argv[1:]) if a.startswith("--threads")
+                 and ("=" in a or i + 2 < len(sys.argv))), None)
+if _THREADS and os.environ.get("OPENBLAS_NUM_THREADS") != _THREADS:
+    # BLAS reads its thread count when NumPy loads: re-execute with it set (and without
+    # the OpenBLAS overrides, as clean_blas_env would).
+    _env = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    _env["OPENBLAS_NUM_THREADS"] = _env["OMP_NUM_THREADS"] = _THREADS
+    _env["LAYERKIT_BENCH_REEXEC"] = "1"
+    os.execve(sys.executable, [sys.executable, *sys.argv], _env)
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _common import clean_blas_env, table, timeit_interleaved, try_import_torch  # noqa: E402
+from _common import clean_blas_env, table, try_import_torch  # noqa: E402
 
 clean_blas_env()
 
@@ -37,6 +56,8 @@ from layerkit.models import Input, Sequential  # noqa: E402
 QUICK = "--quick" in sys.argv
 REPEAT = 5 if QUICK else 15
 torch = try_import_torch()
+if torch is not None and _THREADS:
+    torch.set_num_threads(int(_THREADS))
 RNG = np.random.default_rng(0)
 SCCE = losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -48,6 +69,29 @@ def ms(s: float) -> str:
 def glorot(fan_in: int, fan_out: int, shape=None) -> np.ndarray:
     lim = np.sqrt(6.0 / (fan_in + fan_out))
     return RNG.uniform(-lim, lim, shape or (fan_in, fan_out)).astype(np.float32)
+
+
+def timed_blocks(fns: dict, number: int, repeat: int = REPEAT, blocks: int = 5) -> dict:
+    """Median seconds per call of each function, the libraries taking turns in blocks.
+
+    Each block runs one library's function ``number`` times per round for a share of the
+    rounds, after a short pause. Blocks (rather than alternating single calls) keep one
+    library's worker threads, which spin for a while after each call (torch's OpenMP
+    pool), from stealing the core that the next library's BLAS threads need; turns spread
+    load from other processes over all libraries. The first block is a warm-up.
+    """
+    samples: dict = {k: [] for k in fns}
+    per_block = max(1, -(-repeat // blocks))
+    for b in range(blocks + 1):
+        for name, fn in fns.items():
+            time.sleep(0.05)
+            for _ in range(per_block if b else 1):
+                t0 = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                if b:
+                    samples[name].append((time.perf_counter() - t0) / number)
+    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 # ---- NumPy building blocks ------------------------------------------------------------------
@@ -145,7 +189,7 @@ def case_mlp(rows):
             torch.nn.functional.cross_entropy(net(tx), ty).backward()
             topt.step()
         fns["torch"] = torch_step
-    t = timeit_interleaved(fns, number=10, repeat=REPEAT)
+    t = timed_blocks(fns, number=10)
     rows.append(_row("MLP step (128, 784-512-256-10, Adam)", t, "<= 1.5x numpy (1.6 ms)",
                      t["layerkit"] <= 1.5 * t["numpy"]))
 
@@ -250,7 +294,7 @@ def case_cnn(rows):
             torch.nn.functional.cross_entropy(net(tx), ty).backward()
             topt.step()
         fns["torch"] = torch_step
-    t = timeit_interleaved(fns, number=3, repeat=REPEAT)
+    t = timed_blocks(fns, number=3)
     ref = t.get("torch", 14.7e-3)
     rows.append(_row("CNN step (64, 28x28x1, SGD momentum)", t,
                      "<= torch" + ("" if "torch" in t else " (14.7 ms)"), t["layerkit"] <= ref))
@@ -326,7 +370,7 @@ def case_lstm(rows):
             net.zero_grad()
             (net(tx)[0] * tw).sum().backward()
         fns["torch"] = torch_step
-    t = timeit_interleaved(fns, number=3, repeat=REPEAT)
+    t = timed_blocks(fns, number=3)
     rows.append(_row("LSTM fwd+bwd (seq 50, batch 32, 64->128)", t,
                      "<= 1.5x numpy (7.2 ms)", t["layerkit"] <= 1.5 * t["numpy"]))
 
@@ -387,6 +431,7 @@ def case_digits(rows):
     acc = None
     for _ in range(3):
         for name, fn in runs.items():
+            time.sleep(0.05)  # let the previous library's worker threads go idle
             dt, a = fn()
             samples[name].append(dt)
             acc = a if a is not None else acc
@@ -405,7 +450,8 @@ def _row(name, t, target, ok):
 
 def main():
     print(f"numpy {np.__version__}; torch {torch.__version__ if torch else 'not installed'}; "
-          f"{'quick' if QUICK else 'full'} run, times in ms (medians)")
+          f"{'quick' if QUICK else 'full'} run, times in ms (medians); threads: "
+          f"{_THREADS or 'library defaults'}; load average {os.getloadavg()[0]:.2f}")
     rows: list = []
     for case in (case_mlp, case_cnn, case_lstm, case_digits):
         case(rows)

@@ -8,6 +8,7 @@ from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
 from layerkit.ops import conv as _conv
 from layerkit.ops import elementwise as _ew
+from layerkit.ops import nn as _nn
 
 __all__ = ["Conv2D", "Conv2DTranspose", "DepthwiseConv2D"]
 
@@ -118,9 +119,13 @@ class Conv2D(_Conv):
                            self.filters)
 
     def call(self, inputs):
-        y = _conv.conv2d(inputs, self.kernel, strides=self.strides,
-                         padding=self.padding.upper(), dilations=self.dilation_rate)
-        return self._epilogue(y)
+        # One fused record for conv + bias (+ ReLU): see ops/conv.py fused_conv2d.
+        act = self.activation
+        fused = "relu" if act is _nn.relu else "linear"
+        y = _conv.fused_conv2d(inputs, self.kernel, self.bias, strides=self.strides,
+                               padding=self.padding.upper(), dilations=self.dilation_rate,
+                               activation=fused)
+        return y if fused == "relu" or act is activations.linear else act(y)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "filters": self.filters}

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from layerkit import initializers, regularizers
+from layerkit._core.op import apply
 from layerkit.layers import activations
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
@@ -74,15 +75,19 @@ class Dense(Layer):
         self.input_spec = InputSpec(min_ndim=2, axes={-1: in_dim})
 
     def call(self, inputs):
+        # One fused record (matmul + bias + ReLU; ops/linalg.py fused_matmul), called
+        # directly: the input spec already checked the last dimension.
+        act = self.activation
+        fused = "relu" if act is _nn.relu else "linear"
         shape = inputs.shape
-        if len(shape) == 2:
-            y = _linalg.matmul(inputs, self.kernel)
-        else:  # one 2-D GEMM, not a batched one
-            y = _linalg.matmul(_array.reshape(inputs, (-1, shape[-1])), self.kernel)
+        x = inputs if len(shape) == 2 else _array.reshape(inputs, (-1, shape[-1]))
+        if self.bias is None:
+            y = apply(_linalg._FUSED_MATMUL, x, self.kernel, activation=fused)
+        else:
+            y = apply(_linalg._FUSED_MATMUL, x, self.kernel, self.bias, activation=fused)
+        if len(shape) != 2:  # one 2-D GEMM, not a batched one
             y = _array.reshape(y, shape[:-1] + (self.units,))
-        if self.bias is not None:
-            y = _ew.add(y, self.bias)
-        return self.activation(y)
+        return y if fused == "relu" or act is activations.linear else act(y)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "units": self.units,

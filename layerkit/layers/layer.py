@@ -31,6 +31,7 @@ _STACK: list = []  # (layer, training) for each layer call in progress, outermos
 _GEN = [0]  # incremented by each outermost call; scopes the losses added by add_loss
 _CALL_INFO: dict = {}  # class -> whether its call() accepts `training`
 _SHAPE_KWARGS = ("input_shape", "batch_input_shape", "input_dim", "batch_size")
+_FLAGS = (bool, type(None))  # values of `training` that need no conversion
 
 
 def _numeric_list(x) -> bool:
@@ -38,6 +39,20 @@ def _numeric_list(x) -> bool:
     while isinstance(x, (list, tuple)) and x:
         x = x[0]
     return isinstance(x, (int, float, bool))
+
+
+def gather_losses(layers) -> list:
+    """The ``losses`` of each layer in ``layers`` (not of their sublayers), in order."""
+    out = []
+    for layer in layers:
+        d = layer.__dict__
+        if d["_eager_losses"]:
+            out.extend(x() if callable(x) else x for x in d["_eager_losses"])
+        if d["_loss_gen"] == d["_call_gen"] and d["_losses"]:
+            out.extend(d["_losses"])
+        if d["_regularizers"]:
+            out.extend(reg(v) for v, reg in d["_regularizers"])
+    return out
 
 
 def _wrap_build(fn):
@@ -209,13 +224,7 @@ class Layer(Tracked):
     def losses(self) -> list:
         """Losses from add_loss during the latest call, plus weight regularizer penalties
         (recomputed from the current weights), of this layer and its sublayers."""
-        out = []
-        for layer in [self] + self.submodules:
-            out.extend(x() if callable(x) else x for x in layer._eager_losses)
-            if layer._loss_gen == layer._call_gen:
-                out.extend(layer._losses)
-            out.extend(reg(v) for v, reg in layer._regularizers)
-        return out
+        return gather_losses([self] + self.submodules)
 
     # ---- calling -------------------------------------------------------------------
     def build(self, input_shape) -> None:
@@ -276,14 +285,24 @@ class Layer(Tracked):
         # 1. convert inputs (float arrays and tensors to the layer's dtype)
         symbolic = False
         if not (len(args) == 1 and type(args[0]) is Tensor and args[0]._v.dtype == d["_dtype"]
-                and not kwargs):
+                and (not kwargs or (len(kwargs) == 1 and type(kwargs.get("training", 0)) in
+                                    _FLAGS))):
             args = tuple(self._convert(a) for a in args)
             kwargs = {k: self._convert(v, False) if isinstance(v, (Tensor, np.ndarray)) else v
                       for k, v in kwargs.items()}
             symbolic = _sym.any_symbolic(args, kwargs)
         # 2. check the input spec, 3. build on first use
-        if self.input_spec is not None and args:
-            self._check_spec(args[0])
+        spec = self.input_spec
+        if spec is not None and args:
+            x = args[0]
+            if type(x) is Tensor:
+                # Steps repeat one input shape: re-check only when it (or the spec) changes.
+                key = (spec, x._v.shape, x._v.dtype)
+                if d.get("_spec_ok") != key:
+                    self._check_spec(x)
+                    d["_spec_ok"] = key
+            else:
+                self._check_spec(x)
         if not d["built"]:
             self._build_from(args, kwargs)
             if self.input_spec is not None and args:

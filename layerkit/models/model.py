@@ -35,7 +35,7 @@ from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.autodiff.tape import GradientTape
-from layerkit.layers.layer import Layer
+from layerkit.layers.layer import Layer, gather_losses
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.layers.tracking import unique_name
 from layerkit.models import _compile, _data
@@ -353,7 +353,10 @@ class Model(Layer):
         total = None
         if self._compile_loss is not None:
             total = self._compile_loss(y, y_pred, sample_weight)
-        extra = self.losses
+        if type(self).losses is Layer.losses and self.built:
+            extra = gather_losses(self._step_info()[2])  # no tree walk per step
+        else:
+            extra = self.losses
         if extra:
             for r in extra:
                 total = r if total is None else total + r
@@ -370,20 +373,25 @@ class Model(Layer):
             self._compile_metrics.update_state(y, y_pred, sample_weight)
         return self.get_metrics_result()
 
-    def _trainable_and_constraints(self):
-        # Walking the layer tree costs tens of microseconds; do it once per fit/compile.
+    def _step_info(self) -> tuple:
+        """(trainable variables, constraints, [self] + submodules), built once per
+        fit/compile: walking the layer tree costs tens of microseconds per step."""
         cache = self._step_cache
         if cache is None:
             variables = self.trainable_variables
             constraints = []
-            for layer in [self] + self.submodules:
+            layers = [self] + self.submodules
+            for layer in layers:
                 cons = getattr(layer, "_constraints", None)
                 if cons:
                     by_id = {id(v): v for v in layer.weights}
                     constraints.extend((by_id[i], fn) for i, fn in cons.items() if i in by_id)
-            cache = (variables, constraints)
+            cache = (variables, constraints, layers)
             self.__dict__["_step_cache"] = cache
         return cache
+
+    def _trainable_and_constraints(self):
+        return self._step_info()[:2]
 
     def train_step(self, data) -> dict:
         """One optimisation step on a batch; returns the logs (override to customise)."""

@@ -117,12 +117,15 @@ class Sequential(Model):
     def _check_input(self, x) -> None:
         expected = self._input_shape
         shape = tuple(np.shape(x._v if isinstance(x, Tensor) else x))
+        if (expected, shape) == self.__dict__.get("_input_ok"):  # steps repeat one shape
+            return
         if len(shape) != len(expected) or any(
                 e is not None and e != s for e, s in zip(expected[1:], shape[1:])):
             raise ValueError(
                 f"Input 0 of model '{self.name}' is incompatible: expected shape "
                 f"{(None,) + tuple(expected[1:])}, received {shape}"
             )
+        self.__dict__["_input_ok"] = (expected, shape)
 
     def call(self, inputs, training=None, mask=None):
         if self._input_shape is not None:

@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from layerkit._core.convert import convert_to_tensor
-from layerkit._core.op import Op, apply, wrap
+from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import broadcast as _bc
@@ -120,6 +120,77 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor
     else:
         shape = shape[:-1]
     return _array.reshape(out, shape)
+
+
+# ---- fused_matmul: x @ w + b, then an activation (what Dense layers call) -------------
+# One record instead of matmul + add + relu: the bias and the ReLU run in place on the
+# GEMM's fresh output. The vjp has two paths (as conv.fused_conv2d's): with no recorder
+# active (a plain first-order backward) it is NumPy on the saved arrays, the hand-written
+# MLP step; with a recorder active (higher order, persistent tapes, traces) it composes
+# differentiable records. Digits 64-64-10 step (1 BLAS thread): forward 5 records -> 2,
+# tape.gradient 136 -> 106 us.
+_ACTIVATIONS = ("linear", "relu")
+
+
+def _fused_matmul_fwd(x, w, *bias, activation):
+    y = x @ w
+    if bias:
+        y += bias[0]
+    if activation == "relu":
+        np.maximum(y, 0, out=y)
+    return y
+
+
+def _fused_matmul_vjp(g, ins, y, needs, activation):
+    x, w = ins[0], ins[1]
+    if not RECORDERS:
+        gv = g._v
+        if activation == "relu":
+            gv = gv * (y._v > 0)
+        gx = wrap(gv @ w._v.T) if needs[0] else None
+        gw = wrap(x._v.T @ gv) if needs[1] else None
+        if len(ins) == 2:
+            return gx, gw
+        return gx, gw, (wrap(np.add.reduce(gv, axis=0)) if needs[2] else None)
+    if activation == "relu":
+        # relu'' = 0: the mask is a constant for higher orders, but it is computed by
+        # records (not captured as an array) so a traced graph recomputes it per call.
+        g = _ew.multiply(g, _ew.cast(_ew.greater(y, 0), y.dtype))
+    gx = apply(_MATMUL, g, w, transpose_a=False, transpose_b=True) if needs[0] else None
+    gw = apply(_MATMUL, x, g, transpose_a=True, transpose_b=False) if needs[1] else None
+    if len(ins) == 2:
+        return gx, gw
+    return gx, gw, (_reduce.reduce_sum(g, axis=0) if needs[2] else None)
+
+
+_FUSED_MATMUL = Op("fused_matmul", _fused_matmul_fwd, _fused_matmul_vjp)
+
+
+def fused_matmul(x, w, bias=None, activation: str = "linear") -> Tensor:
+    """``activation(x @ w + bias)`` for 2-D ``x`` and ``w`` as one record (the Dense path).
+
+    Args:
+        x: (batch, in) tensor.
+        w: (in, units) tensor.
+        bias: None or a (units,) tensor.
+        activation: ``'linear'`` or ``'relu'``.
+
+    Raises:
+        ValueError: naming the shapes when they do not fit, or an unknown activation.
+    """
+    xs, ws = _shape_of(x), _shape_of(w)
+    if len(xs) != 2 or len(ws) != 2 or xs[1] != ws[0]:
+        raise ValueError(f"fused_matmul: x must be (batch, n) and w (n, units); received "
+                         f"x {xs} and w {ws}")
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"fused_matmul: activation must be one of {_ACTIVATIONS}; received "
+                         f"{activation!r}")
+    if bias is None:
+        return apply(_FUSED_MATMUL, x, w, activation=activation)
+    if _shape_of(bias) != (ws[1],):
+        raise ValueError(f"fused_matmul: bias must have shape ({ws[1]},) for w of shape {ws}; "
+                         f"received {_shape_of(bias)}")
+    return apply(_FUSED_MATMUL, x, w, bias, activation=activation)
 
 
 # ---- tensordot ----------------------------------------------------------------------

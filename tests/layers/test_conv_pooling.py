@@ -124,3 +124,32 @@ def test_pooling_layers():
     np.testing.assert_allclose(ga, x.mean(axis=(1, 2)), rtol=1e-5)
     gm = run_layer_test(GlobalMaxPooling2D, {"keepdims": True}, x, (2, 1, 1, 3))
     np.testing.assert_array_equal(gm[:, 0, 0], x.max(axis=(1, 2)))
+
+
+def test_fused_layer_records_under_function_trace_match_eager():
+    # Conv2D/Dense run one fused record each; traced by lk.function, their backward must
+    # recompute the ReLU mask from each call's data (not keep the trace's), so a compiled
+    # training step equals the eager one on new batches.
+    import layerkit as lk
+    from layerkit.autodiff.function import function
+    from layerkit.layers import Dense, Flatten
+
+    layers = [Conv2D(3, 3, padding="same", activation="relu"), MaxPooling2D(2), Flatten(),
+              Dense(4, activation="relu"), Dense(2)]
+
+    def loss_and_grads(x):
+        with lk.GradientTape() as tape:
+            h = x
+            for layer in layers:
+                h = layer(h)
+            loss = lk.reduce_sum(h * h)
+        weights = [w for layer in layers for w in layer.trainable_weights]
+        return [loss] + tape.gradient(loss, weights)
+
+    compiled = function(loss_and_grads)
+    for seed in range(3):
+        x = lk.constant(_x(2, 6, 6, 2, seed=seed))
+        want = loss_and_grads(x)
+        got = compiled(x)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-5)

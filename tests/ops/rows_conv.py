@@ -44,6 +44,14 @@ ROWS = [
                                                  padding="SAME")},
     {"name": "conv2d_backprop_input", "order": 2, "args": [_r(1, 4, 4, 2), _r(3, 3, 2, 2)],
      "fn": lambda g, w: C.conv2d_transpose(g, w, (1, 4, 4, 2), strides=1, padding="SAME")},
+    # ---- fused_conv2d (conv + bias + activation, the Conv2D layer's record) -------------
+    {"name": "fused_conv2d", "order": 2, "args": [_r(2, 5, 5, 2), _r(3, 3, 2, 3), _r(3)],
+     "fn": lambda x, w, b: C.fused_conv2d(x, w, b, strides=1, padding="SAME",
+                                          activation="relu")},
+    {"name": "fused_conv2d", "order": 2, "args": [_r(1, 6, 5, 4), _r(2, 3, 4, 2)],
+     "fn": lambda x, w: C.fused_conv2d(x, w, None, strides=2, padding=_EXPLICIT)},
+    {"name": "fused_conv2d", "order": 2, "args": [_r(1, 6, 6, 1), _r(2, 2, 1, 2), _r(2)],
+     "fn": lambda x, w, b: C.fused_conv2d(x, w, b, strides=1, padding="VALID", dilations=2)},
     # ---- depthwise -----------------------------------------------------------------
     {"name": "depthwise_conv2d", "order": 2, "args": [_r(2, 5, 5, 2), _r(3, 3, 2, 2)],
      "fn": lambda x, w: C.depthwise_conv2d(x, w, [1, 2, 2, 1], "SAME")},
