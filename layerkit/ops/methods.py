@@ -59,6 +59,11 @@ _BINARY = {
 for _name, _fn in _BINARY.items():
     setattr(Tensor, f"__{_name}__", _fn)
     setattr(Tensor, f"__r{_name}__", _swap(_fn))
+# + - * / reuse the buffer of a large temporary operand, as NumPy does.
+Tensor.__add__ = E._operator(E._ADD)
+Tensor.__sub__ = E._operator(E._SUB)
+Tensor.__mul__ = E._operator(E._MUL)
+Tensor.__truediv__ = E._operator(E._DIV)
 
 Tensor.__neg__ = E.negative
 Tensor.__pos__ = lambda self: self
