@@ -40,13 +40,20 @@ def timeit_interleaved(fns: dict[str, Callable], number: int, repeat: int = 15) 
 
 
 def try_import_torch():
+    """torch if installed (never a dependency), with a fixed thread count.
+
+    Default 1 thread (``--torch-threads=N`` to change): on this shared 2-core machine
+    torch's spinning worker threads slow whatever runs next and swing its own medians
+    5-10x under load, while NumPy's elementwise loops are single-threaded anyway.
+    """
     try:
         import torch  # noqa: PLC0415
-
-        torch.set_num_threads(os.cpu_count() or 1)
-        return torch
     except ImportError:
         return None
+    n = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--torch-threads=")), 1)
+    torch.set_num_threads(n)
+    print(f"note: torch uses {n} thread(s) (--torch-threads=N to change)")
+    return torch
 
 
 def table(rows: list[list], header: list[str]) -> str:
