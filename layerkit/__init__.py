@@ -7,6 +7,7 @@
 Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn``,
 ``lk.random``, autodiff (``GradientTape``, ``gradients_function``, ...), layers and models.
 """
+from layerkit._core import memory as _memory
 from layerkit._core.convert import constant, convert_to_tensor
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
@@ -17,5 +18,7 @@ from layerkit import callbacks, losses, metrics, models, optimizers  # noqa: E40
 from layerkit.models import Input, Model, Sequential  # noqa: E402
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
+
+_memory.tune_on_import()
 
 __version__ = "0.1.0"

@@ -136,14 +136,28 @@ _getrefcount = sys.getrefcount
 
 
 def _elidable(t, out_shape, out_dtype) -> bool:
-    # Tensor refs: the caller's operand stack, this frame's argument, getrefcount's arg.
+    # Tensor refs: the caller's operand stack, the operator method's and _elide's
+    # arguments, getrefcount's argument.
     # Array refs: the Tensor's slot, the local ``a``, getrefcount's arg.
-    if type(t) is not Tensor or _getrefcount(t) != 4:
+    if type(t) is not Tensor or _getrefcount(t) != 5:
         return False
     a = t._v
     return (type(a) is np.ndarray and a.base is None and a.flags.writeable
             and a.nbytes >= _ELIDE_MIN_BYTES and a.shape == out_shape
             and a.dtype == out_dtype and _getrefcount(a) == 3)
+
+
+def _elide(ufunc, x, y):
+    """``ufunc(x, y)`` written into a temporary operand's buffer, or None."""
+    shape = np.broadcast_shapes(x._v.shape, y._v.shape)
+    dtype = np.result_type(x._v, y._v)
+    target = x if _elidable(x, shape, dtype) else y if _elidable(y, shape, dtype) else None
+    if target is None:
+        return None
+    t = _new(Tensor)
+    t._v = ufunc(x._v, y._v, out=target._v)
+    target._v = None  # the temporary is dead; make any misuse loud
+    return t
 
 
 def _operator(op: Op):
@@ -152,20 +166,19 @@ def _operator(op: Op):
     public = {_ADD: add, _SUB: subtract, _MUL: multiply, _DIV: divide}[op]
 
     def method(x, y):
-        if _ELIDE and not RECORDERS and type(y) is Tensor:
+        if not RECORDERS and type(x) is Tensor and type(y) is Tensor:
             xv, yv = x._v, y._v
-            if (type(xv) is np.ndarray and type(yv) is np.ndarray
-                    and (xv.nbytes >= _ELIDE_MIN_BYTES or yv.nbytes >= _ELIDE_MIN_BYTES)):
-                del xv, yv
-                shape = np.broadcast_shapes(x._v.shape, y._v.shape)
-                dtype = np.result_type(x._v, y._v)
-                target = (x if _elidable(x, shape, dtype)
-                          else y if _elidable(y, shape, dtype) else None)
-                if target is not None:
-                    t = _new(Tensor)
-                    t._v = ufunc(x._v, y._v, out=target._v)
-                    target._v = None  # the temporary is dead; make any misuse loud
-                    return t
+            try:
+                if (_ELIDE and type(xv) is np.ndarray and type(yv) is np.ndarray
+                        and (xv.nbytes >= _ELIDE_MIN_BYTES or yv.nbytes >= _ELIDE_MIN_BYTES)):
+                    del xv, yv  # our own references would hide a temporary
+                    t = _elide(ufunc, x, y)
+                    return public(x, y) if t is None else t
+                t = _new(Tensor)
+                t._v = ufunc(xv, yv)
+                return t
+            except ValueError:
+                pass  # the public function reports the shapes
         return public(x, y)
 
     method.__name__ = f"__{op.name}__"
