@@ -10,6 +10,11 @@ sample weights multiply them, and the ``reduction`` combines them:
 ``from_logits=True`` uses the numerically stable fused cross-entropies of ``lk.nn``.
 Probabilities are clipped to ``[1e-7, 1 - 1e-7]`` like Keras.
 
+Everything that depends on values (sparse label checks and one-hot encoding, hinge's
+{0, 1} label test, the sum of weights of ``'mean_with_sample_weight'``) is an op or a
+small record, never NumPy on a tensor's array, so a loss inside ``lk.function`` (a
+traced train step) recomputes it on every call.
+
 String names: ``'mse'``/``'mean_squared_error'``, ``'mae'``/``'mean_absolute_error'``,
 ``'huber'``, ``'binary_crossentropy'``, ``'categorical_crossentropy'``,
 ``'sparse_categorical_crossentropy'``, ``'mape'``, ``'msle'``, ``'kld'``, ``'hinge'``,
@@ -23,7 +28,7 @@ import re
 import numpy as np
 
 from layerkit._core.convert import FLOATX, to_array
-from layerkit._core.op import wrap
+from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
@@ -216,13 +221,36 @@ def _check_sparse(name: str, labels: np.ndarray, num_classes: int, ignore_class)
         )
 
 
+def _sparse_labels_fwd(labels, name, num_classes, ignore_class, dtype):
+    # Checks and conversion in a record (no gradient): a traced graph runs them per call.
+    _check_sparse(name, labels, num_classes, ignore_class)
+    if ignore_class is None:
+        keep = np.ones(labels.shape, dtype)
+    else:
+        mask = labels != ignore_class
+        labels = np.where(mask, labels, 0)
+        keep = mask.astype(dtype)
+    return labels.astype(np.int64, copy=False), keep
+
+
+def _one_hot_fwd(labels, depth, dtype):
+    out = np.zeros(labels.shape + (depth,), dtype)
+    np.put_along_axis(out, labels[..., None].astype(np.intp), 1, axis=-1)
+    return out
+
+
+# (class indices as int64, 1/0 weights for ignore_class) and the one-hot encoding.
+_SPARSE_LABELS = Op("sparse_labels", _sparse_labels_fwd, num_outputs=2)
+_ONE_HOT = Op("one_hot_labels", _one_hot_fwd)
+
+
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
                                     ignore_class: int | None = None, axis: int = -1) -> Tensor:
     """Cross-entropy between integer labels and predictions over classes (last axis).
 
     Args:
         y_true: integer class indices of shape ``y_pred.shape[:-1]`` (a trailing axis
-            of size 1 is accepted).
+            of size 1 is accepted; floats holding integers are accepted).
         y_pred: probabilities, or logits with ``from_logits=True``.
         ignore_class: a label value whose samples get loss 0.
 
@@ -230,35 +258,29 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
         ValueError: label shape mismatch, or a label outside ``[0, num_classes)``.
     """
     name = "sparse_categorical_crossentropy"
-    if axis != -1 and axis != np.ndim(y_pred) - 1:
-        raise ValueError(f"{name}: only axis=-1 is supported, received axis={axis}")
     y_pred = _tensor(y_pred)
+    if axis != -1 and axis != y_pred.ndim - 1:
+        raise ValueError(f"{name}: only axis=-1 is supported, received axis={axis}")
     if y_pred.dtype.kind != "f":
         y_pred = _ew.cast(y_pred, FLOATX)
-    labels = y_true._v if isinstance(y_true, Tensor) else y_true
-    if type(labels) is not np.ndarray:
-        labels = np.asarray(labels)
+    labels = y_true if isinstance(y_true, Tensor) else wrap(np.asarray(y_true))
     if y_pred.ndim == 0:
         raise ValueError(f"{name}: y_pred must have a class axis, received a scalar")
     if labels.ndim == y_pred.ndim and labels.shape[-1] == 1:
-        labels = labels[..., 0]
+        labels = _array.squeeze(labels, -1)
     if labels.shape != y_pred.shape[:-1]:
         raise ValueError(
-            f"{name}: labels of shape {labels.shape} do not match predictions of shape "
-            f"{tuple(y_pred.shape)}; expected labels of shape {tuple(y_pred.shape[:-1])} "
-            f"(one integer class index per sample). For one-hot labels use "
-            f"categorical_crossentropy"
+            f"{name}: labels of shape {tuple(labels.shape)} do not match predictions of "
+            f"shape {tuple(y_pred.shape)}; expected labels of shape "
+            f"{tuple(y_pred.shape[:-1])} (one integer class index per sample). For one-hot "
+            f"labels use categorical_crossentropy"
         )
     k = y_pred.shape[-1]
+    keep = None
     if labels.dtype.kind not in "iu" or ignore_class is not None or not from_logits:
         # (the fused logits op checks integer labels' range itself)
-        _check_sparse(name, labels, k, ignore_class)
-    mask = None
-    if ignore_class is not None:
-        mask = labels != ignore_class
-        labels = np.where(mask, labels, 0)
-    if labels.dtype.kind not in "iu":
-        labels = labels.astype(np.int64)
+        labels, keep = apply(_SPARSE_LABELS, labels, name=name, num_classes=k,
+                             ignore_class=ignore_class, dtype=y_pred.dtype)
     if from_logits:
         try:
             per = _nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=y_pred)
@@ -267,11 +289,10 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
     else:
         p = _ew.divide(y_pred, _reduce.reduce_sum(y_pred, axis=-1, keepdims=True))
         p = _clip_probs(p)
-        onehot = np.zeros(y_pred.shape, dtype=y_pred.dtype)
-        np.put_along_axis(onehot, labels[..., None].astype(np.intp), 1, axis=-1)
-        per = _ew.negative(_reduce.reduce_sum(_ew.multiply(wrap(onehot), _ew.log(p)), axis=-1))
-    if mask is not None:
-        per = _ew.multiply(per, wrap(mask.astype(per.dtype)))
+        onehot = apply(_ONE_HOT, labels, depth=k, dtype=y_pred.dtype)
+        per = _ew.negative(_reduce.reduce_sum(_ew.multiply(onehot, _ew.log(p)), axis=-1))
+    if ignore_class is not None:
+        per = _ew.multiply(per, keep)
     return per
 
 
@@ -284,11 +305,10 @@ def kl_divergence(y_true, y_pred) -> Tensor:
 
 
 def _signed(y_true: Tensor) -> Tensor:
-    # Keras converts {0, 1} labels to {-1, 1} for hinge losses.
-    yt = y_true._v
-    if np.all((yt == 0) | (yt == 1)):
-        return _ew.subtract(_ew.multiply(2.0, y_true), 1.0)
-    return y_true
+    # Keras converts {0, 1} labels to {-1, 1} for hinge losses (a select on the values,
+    # so a traced graph decides per call).
+    binary = _reduce.reduce_all(_ew.logical_or(_ew.equal(y_true, 0.0), _ew.equal(y_true, 1.0)))
+    return _ew.where(binary, _ew.subtract(_ew.multiply(2.0, y_true), 1.0), y_true)
 
 
 def hinge(y_true, y_pred) -> Tensor:
@@ -352,9 +372,12 @@ def reduce_weighted_values(values: Tensor, sample_weight=None,
     if reduction == "sum":
         return total
     if reduction == "mean_with_sample_weight" and sw is not None:
-        denom = float(np.sum(np.broadcast_to(sw._v, values.shape), dtype=np.float64))
-    else:
-        denom = float(values.size)
+        # sum / sum of weights, 0 when the weights sum to 0 (in ops: per call in a graph)
+        denom = _reduce.reduce_sum(_array.broadcast_to(sw, values.shape))
+        zero = _ew.equal(denom, 0.0)
+        return _ew.where(zero, _ew.multiply(total, 0.0),
+                         _ew.divide(total, _ew.where(zero, 1.0, denom)))
+    denom = float(values.size)
     if denom == 0:
         return _ew.multiply(total, 0.0)
     return _ew.divide(total, denom)

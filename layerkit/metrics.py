@@ -4,6 +4,12 @@ Metrics are not differentiated, so they run on NumPy values: ``update_state`` ac
 Tensors, arrays or lists and accumulates into non-trainable Variables (the metric's
 checkpointable state). ``result()`` returns a float32 Tensor.
 
+Inside ``lk.function`` (a traced train step) ``update_state``, ``result`` and
+``reset_state`` of every metric, subclasses included, each become one stateful graph
+node whose forward is the method itself on the call's arrays: the graph re-runs the
+NumPy update on every call and reads the state live, instead of freezing what the trace
+saw. Subclasses need nothing for this (``Metric.__init_subclass__`` wraps the methods).
+
 String names: ``'accuracy'``/``'acc'`` (the model resolves it to binary, categorical or
 sparse categorical accuracy from the shapes, like Keras), ``'binary_accuracy'``,
 ``'categorical_accuracy'``, ``'sparse_categorical_accuracy'``,
@@ -13,13 +19,18 @@ sparse categorical accuracy from the shapes, like Keras), ``'binary_accuracy'``,
 """
 from __future__ import annotations
 
+import functools
 import re
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from layerkit._core.op import wrap
+from layerkit._core import context
+from layerkit._core.convert import to_array
+from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
+from layerkit.autodiff.nest import flatten, pack_like
 
 __all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
            "CategoricalAccuracy", "SparseCategoricalAccuracy", "TopKCategoricalAccuracy",
@@ -36,6 +47,10 @@ def _np(x) -> np.ndarray:
     if isinstance(x, Tensor):
         x = x._v
     return x if type(x) is np.ndarray else np.asarray(x)
+
+
+def _shape_of(x) -> tuple:
+    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
 
 
 def _snake(name: str) -> str:
@@ -84,6 +99,110 @@ def _samplewise(values: np.ndarray, sample_weight):
     return values, sw
 
 
+# ---- metric methods as graph nodes (inside lk.function) -----------------------------------
+@contextmanager
+def _untraced():
+    """Run a metric method inside a record's forward without the active tracers
+    recording the lk ops it may use (they belong to the node, not to the graph)."""
+    tracers = [r for r in context.RECORDERS if getattr(r, "tracing", False)]
+    if not tracers:
+        yield
+        return
+    with ExitStack() as stack:
+        for r in tracers:
+            stack.enter_context(context.paused(r))
+        yield
+
+
+class _MethodCall:
+    """Static attribute of a metric-method node: the method and its non-tensor arguments
+    (``slots``: where the node's input tensors go in the flattened arguments)."""
+
+    __slots__ = ("metric", "fn", "structure", "leaves", "slots", "flat", "out_structure")
+
+    def __init__(self, metric, fn, structure=None, leaves=(), slots=()) -> None:
+        self.metric, self.fn = metric, fn
+        self.structure, self.leaves, self.slots = structure, list(leaves), tuple(slots)
+        for i in self.slots:
+            self.leaves[i] = None  # filled per call; do not keep the trace's tensors
+        self.out_structure = None
+        # The common call, update_state(a, b, sample_weight=...) with tensors as direct
+        # arguments, is rebuilt without the generic pack_like (it runs on every step).
+        self.flat = None
+        if structure is not None:
+            args, kwargs = structure
+            if len(leaves) == len(args) + len(kwargs) and not any(
+                    isinstance(v, (list, tuple, dict)) for v in (*args, *kwargs.values())):
+                self.flat = (len(args), sorted(kwargs, key=repr))  # flatten's order
+
+    def args(self, arrays: tuple):
+        leaves = list(self.leaves)
+        for i, a in zip(self.slots, arrays):
+            leaves[i] = wrap(a)
+        if self.flat is not None:
+            n, names = self.flat
+            return leaves[:n], dict(zip(names, leaves[n:]))
+        return pack_like(self.structure, leaves)
+
+    def __repr__(self) -> str:
+        return f"<{self.metric.name}.{self.fn.__name__}>"
+
+
+def _update_forward(*arrays, call: _MethodCall):
+    args, kwargs = call.args(arrays)
+    if context.RECORDERS:  # only while tracing: graph runs have no recorders
+        with _untraced():
+            call.fn(call.metric, *args, **kwargs)
+    else:
+        call.fn(call.metric, *args, **kwargs)
+    return ()
+
+
+def _result_forward(call: _MethodCall):
+    if context.RECORDERS:
+        with _untraced():
+            r = call.fn(call.metric)
+    else:
+        r = call.fn(call.metric)
+    call.out_structure = r
+    return tuple(to_array(x) for x in flatten(r))
+
+
+# Side effects (no outputs): never folded, merged or removed; re-run on every call.
+_UPDATE = Op("metric_update", _update_forward, num_outputs=0, stateful=True)
+# Reads the state live; stateful so that two reads around an update are never merged.
+_RESULT = Op("metric_result", _result_forward, num_outputs=-1, stateful=True)
+
+
+def _tracing() -> bool:
+    return bool(context.RECORDERS) and context.tracing()
+
+
+def _graph_aware(fn, kind: str):
+    """Wrap a metric method so that, while an lk.function traces, it is one graph node."""
+    if kind == "result":
+        @functools.wraps(fn)
+        def method(self, *args, **kwargs):
+            if args or kwargs or not _tracing():
+                return fn(self, *args, **kwargs)
+            call = _MethodCall(self, fn)
+            outs = apply(_RESULT, call=call)
+            return pack_like(call.out_structure, list(outs))
+    else:
+        @functools.wraps(fn)
+        def method(self, *args, **kwargs):
+            if not _tracing():
+                return fn(self, *args, **kwargs)
+            structure = (args, kwargs)
+            leaves = flatten(structure)
+            slots = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+            tensors = [leaves[i] for i in slots]
+            apply(_UPDATE, *tensors, call=_MethodCall(self, fn, structure, leaves, slots))
+            return None
+    method._lk_graph_aware = True
+    return method
+
+
 class Metric:
     """Base class of stateful metrics.
 
@@ -95,6 +214,13 @@ class Metric:
         name: the metric's name (default: the class name in snake case).
         dtype: the result dtype (float32).
     """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for kind in ("update_state", "result", "reset_state"):
+            fn = cls.__dict__.get(kind)
+            if callable(fn) and not getattr(fn, "_lk_graph_aware", False):
+                setattr(cls, kind, _graph_aware(fn, kind))
 
     def __init__(self, name: str | None = None, dtype=None) -> None:
         self.name = name or _snake(type(self).__name__)
@@ -141,6 +267,9 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r}>"
+
+
+Metric.reset_state = _graph_aware(Metric.reset_state, "reset_state")
 
 
 def _acc(var: Variable, value) -> None:
@@ -799,7 +928,7 @@ def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
     """
     if identifier not in ("accuracy", "acc"):
         return get(identifier)
-    yt, yp = np.shape(_np(y_true)), np.shape(_np(y_pred))
+    yt, yp = _shape_of(y_true), _shape_of(y_pred)
     loss_name = getattr(loss, "name", loss) if loss is not None else ""
     loss_name = loss_name if isinstance(loss_name, str) else ""
     if (yp and yp[-1] == 1) or "binary" in loss_name:

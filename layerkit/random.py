@@ -2,7 +2,9 @@
 
 ``set_seed(s)`` makes every seedless call (and every seedless consumer: initializers,
 dropout, shuffling) reproducible; an op-level ``seed`` alone gives the same result on
-every call; ``Generator(seed)`` is an independent stream with the same methods.
+every eager call, and inside ``lk.function`` a reproducible sequence (a fresh draw per
+call, as an op seed in a TensorFlow graph); ``Generator(seed)`` is an independent
+stream with the same methods, also accepted as a ``seed`` (each call continues it).
 
     >>> import layerkit as lk
     >>> lk.random.set_seed(0)

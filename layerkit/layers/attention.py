@@ -121,8 +121,7 @@ class MultiHeadAttention(Layer):
         scores = _nn.softmax(scores, axis=-1)
         attn = scores
         if training and self.dropout > 0:
-            seed = self._generator.next_seed() if self._generator is not None else None
-            attn = _nn.dropout(scores, self.dropout, seed=seed)
+            attn = _nn.dropout(scores, self.dropout, seed=self._generator)
         out = _linalg.matmul(attn, v)  # (B, heads, T, value_dim)
         h, dv, d_out = self.output_kernel.shape
         out = _array.reshape(_array.transpose(out, (0, 2, 1, 3)), (b * t, h * dv))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from layerkit import initializers, regularizers
-from layerkit._core.op import apply
+from layerkit._core.op import Op, apply
 from layerkit.layers import activations
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
@@ -178,8 +178,10 @@ class Dropout(Layer):
     def call(self, inputs, training=None):
         if not training or self.rate == 0:
             return inputs
-        seed = self._generator.next_seed() if self._generator is not None else None
-        return _nn.dropout(inputs, self.rate, noise_shape=self.noise_shape, seed=seed)
+        # The layer's own stream (or None: the global one) is drawn from when the mask
+        # is made, so a traced step draws a fresh mask per call, as eager steps do.
+        return _nn.dropout(inputs, self.rate, noise_shape=self.noise_shape,
+                           seed=self._generator)
 
     def _checkpoint_children(self) -> dict:
         # A seeded layer owns its mask stream: checkpoints save its position so a
@@ -192,6 +194,16 @@ class Dropout(Layer):
     def get_config(self) -> dict:
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,
                 "seed": self.seed}
+
+
+def _check_indices_fwd(idx, layer: str, input_dim: int):
+    if idx.size and (idx.min() < 0 or idx.max() >= input_dim):
+        bad = idx[(idx < 0) | (idx >= input_dim)].ravel()[0]
+        raise ValueError(f"Embedding '{layer}': index {bad} is out of range [0, {input_dim})")
+    return idx
+
+
+_CHECK_INDICES = Op("embedding_check_indices", _check_indices_fwd)
 
 
 class Embedding(Layer):
@@ -230,12 +242,8 @@ class Embedding(Layer):
                                           constraint=self.embeddings_constraint)
 
     def call(self, inputs):
-        idx = getattr(inputs, "_v", None)
-        if isinstance(idx, np.ndarray) and idx.size and (
-                idx.min() < 0 or idx.max() >= self.input_dim):
-            bad = idx[(idx < 0) | (idx >= self.input_dim)].ravel()[0]
-            raise ValueError(f"Embedding '{self.name}': index {bad} is out of range "
-                             f"[0, {self.input_dim})")
+        # The range check is a record on the indices: in a traced graph it runs per call.
+        inputs = apply(_CHECK_INDICES, inputs, layer=self.name, input_dim=self.input_dim)
         if inputs.dtype.kind not in "iu":
             inputs = _ew.cast(inputs, "int64")
         return _array.gather(self.embeddings, inputs)

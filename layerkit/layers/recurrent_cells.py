@@ -102,8 +102,7 @@ class _Cell(Layer):
         if not training or not rate:
             return None
         if self._masks[i] is None:
-            seed = self._generator.next_seed() if self._generator is not None else None
-            self._masks[i] = _nn.dropout(_creation.ones_like(like), rate, seed=seed)
+            self._masks[i] = _nn.dropout(_creation.ones_like(like), rate, seed=self._generator)
         return self._masks[i]
 
     def _input_bias(self):

@@ -173,7 +173,7 @@ class Graph:
 
     def check_input(self, i: int, value) -> None:
         spec = self.flat_inputs[i]
-        shape = tuple(np.shape(value))
+        shape = tuple(value.shape if isinstance(value, Tensor) else np.shape(value))  # no values
         ok = len(shape) == len(spec.shape) and all(
             s is None or s == d for s, d in zip(spec.shape, shape))
         if not ok:

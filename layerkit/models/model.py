@@ -17,9 +17,18 @@ Training is ``compile`` then ``fit``. The loop calls the overridable
     self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
     return self.compute_metrics(x, y, y_pred, sample_weight)
 
-It is a pure function of (variables, optimizer state, batch). ``lk.function`` (graph
-tracing) does not exist yet, so the step always runs eagerly; ``run_eagerly`` is
-accepted and recorded for when it does. Keras 2 style steps work too:
+It is a pure function of (variables, optimizer state, batch). Unless
+``compile(run_eagerly=True)``, ``fit``/``train_on_batch`` run ``train_step`` (the default
+or an override) through ``lk.function``, and ``evaluate``/``predict`` do the same with
+``test_step``/``predict_step``: the first batch of each shape traces the step into a graph
+(so the last, smaller batch of an epoch traces once more), later batches replay it. The
+optimizer update and the metric updates are stateful graph nodes that run their NumPy
+kernels on every call; Variables are read live. A step that cannot be a graph (library or
+user code reading tensor values outside ops) runs eagerly with an ``EagerFallbackWarning``
+naming the line; Python control flow on a tensor's value inside a step raises
+``TracingError`` with the line, as in TensorFlow (use ``run_eagerly=True`` for such steps).
+The traced functions are rebuilt after ``compile`` or when the trainable variables or the
+optimizer change between ``fit`` calls. Keras 2 style steps work too:
 ``self.compiled_loss(y, y_pred, regularization_losses=self.losses)`` and
 ``self.compiled_metrics.update_state(y, y_pred)``.
 """
@@ -33,6 +42,7 @@ from layerkit import optimizers as _optimizers
 from layerkit._core import context
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit.autodiff.function import function as _function
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.autodiff.tape import GradientTape
 from layerkit.layers.layer import Layer, gather_losses
@@ -54,11 +64,12 @@ def _is_functional_call(args: tuple, kwargs: dict) -> bool:
 
 
 def _batch_size(x) -> int:
-    if type(x) is Tensor:
-        shape = x._v.shape
+    # Shapes only (Tensor.shape): a traced step must not read values here.
+    if isinstance(x, Tensor):
+        shape = x.shape
         return int(shape[0]) if shape else 1
     for leaf in flatten(x):
-        s = np.shape(leaf._v if isinstance(leaf, Tensor) else leaf)
+        s = leaf.shape if isinstance(leaf, Tensor) else np.shape(leaf)
         if s:
             return int(s[0])
     return 1
@@ -136,7 +147,7 @@ class Model(Layer):
         d.update(optimizer=None, compiled=False, stop_training=False, history=None,
                  run_eagerly=False, _compile_loss=None, _compile_metrics=None,
                  _loss_tracker=None, _implicit_build=False, _step_cache=None,
-                 _defer_logs=False)
+                 _defer_logs=False, _step_functions={}, _step_functions_key=None)
 
     # ---- structure -----------------------------------------------------------------------
     @property
@@ -250,7 +261,9 @@ class Model(Layer):
                 sparse categorical accuracy from the shapes), or a list/dict per output.
             loss_weights: scalar weights per output (list or dict).
             weighted_metrics: metrics that use ``sample_weight``.
-            run_eagerly: accepted; the step always runs eagerly for now.
+            run_eagerly: run ``train_step``/``test_step``/``predict_step`` as plain Python
+                (for debugging, or steps with data-dependent Python control flow);
+                by default they run as ``lk.function`` graphs.
             steps_per_execution, jit_compile, auto_scale_loss: accepted for compatibility.
 
         Raises:
@@ -279,6 +292,7 @@ class Model(Layer):
         self.__dict__["_compile_config"] = {"optimizer": optimizer, "loss": loss,
                                             "metrics": metrics}
         self.__dict__["_step_cache"] = None
+        self.__dict__["_step_functions"] = {}
 
     @property
     def compiled_loss(self):
@@ -332,14 +346,19 @@ class Model(Layer):
             m.reset_state()
 
     def get_metrics_result(self) -> dict:
-        """``{name: float}`` for every metric (compiled metrics flattened)."""
+        """``{name: float}`` for every metric (compiled metrics flattened).
+
+        Inside a traced step the values stay Tensors (graph outputs, read live on every
+        call); ``fit`` turns them into floats.
+        """
+        conv = _same if context.RECORDERS and context.tracing() else _compile.to_float
         out = {}
         for m in self.metrics:
             r = m.result()
             if isinstance(r, dict):
-                out.update({k: _compile.to_float(v) for k, v in r.items()})
+                out.update({k: conv(v) for k, v in r.items()})
             else:
-                out[m.name] = _compile.to_float(r)
+                out[m.name] = conv(r)
         return out
 
     # ---- the steps ----------------------------------------------------------------------------
@@ -426,6 +445,50 @@ class Model(Layer):
         """The model's output on a batch (override to customise)."""
         x, _, _ = unpack_x_y_sample_weight(data)
         return self(x, training=False)
+
+    # ---- the steps as graphs -------------------------------------------------------------------
+    def _step_function(self, kind: str):
+        """The callable that runs one ``kind`` step (``'train'``, ``'test'``, ``'predict'``)
+        on a batch: the step method itself with ``run_eagerly``, else its lk.function."""
+        if self.run_eagerly:
+            return getattr(self, f"{kind}_step")
+        fns = self._step_functions
+        fn = fns.get(kind)
+        if fn is None:
+            fn = fns[kind] = _traced_step(self, kind)
+        if kind == "train":
+            return lambda batch: fn(batch, self._defer_logs)
+        return fn
+
+    def make_train_function(self):
+        """The callable ``fit`` runs on each batch: ``fn(batch) -> logs``.
+
+        Without ``run_eagerly`` it is ``train_step`` traced by ``lk.function`` (one trace
+        per batch shape), else ``train_step`` itself. Unlike Keras's, it takes one
+        batch (a tuple ``(x, y[, sample_weight])`` of Tensors), not an iterator.
+        """
+        return self._step_function("train")
+
+    def make_test_function(self):
+        """The callable ``evaluate`` runs on each batch (see :meth:`make_train_function`)."""
+        return self._step_function("test")
+
+    def make_predict_function(self):
+        """The callable ``predict`` runs on each batch (see :meth:`make_train_function`)."""
+        return self._step_function("predict")
+
+    def _step_functions_key_now(self) -> tuple:
+        return id(self.optimizer), tuple(id(v) for v in self.trainable_variables)
+
+    def _check_step_functions(self) -> None:
+        """At the start of fit/evaluate/predict: drop the traced steps if the trainable
+        variables or the optimizer changed since the last of those calls ended (a trace
+        holds both). Within one call nothing changes them (Keras's rule too)."""
+        if self._step_functions and self._step_functions_key != self._step_functions_key_now():
+            self.__dict__["_step_functions"] = {}
+
+    def _remember_step_functions(self) -> None:
+        self.__dict__["_step_functions_key"] = self._step_functions_key_now()
 
     # ---- loops ---------------------------------------------------------------------------------
     def _assert_compiled(self, what: str) -> None:
@@ -516,18 +579,20 @@ class Model(Layer):
         # The default train_step builds its logs only when a batch callback reads them.
         self.__dict__["_defer_logs"] = not any(
             getattr(getattr(fn, "__self__", None), "needs_batch_logs", True) for fn in end)
+        self._check_step_functions()
         try:
             logs = self._fit_epochs(feeder, val_feeder, cbl, cw, initial_epoch, epochs,
                                     validation_freq, begin, end)
         finally:
             self.__dict__["_defer_logs"] = False
+            self._remember_step_functions()
         cbl.on_train_end(logs)
         self.history = history
         return history
 
     def _fit_epochs(self, feeder, val_feeder, cbl, cw, initial_epoch, epochs, validation_freq,
                     begin, end) -> dict:
-        train_step = self.train_step
+        train_step = self._step_function("train")
         logs: dict = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
@@ -569,7 +634,7 @@ class Model(Layer):
         cbl.on_test_begin()
         begin = cbl._active["on_test_batch_begin"]
         end = cbl._active["on_test_batch_end"]
-        test_step = self.test_step
+        test_step = self._step_function("test")
         logs: dict = {}
         step = -1
         for step, batch in enumerate(feeder.epoch()):
@@ -599,7 +664,11 @@ class Model(Layer):
         verbose = 1 if verbose == "auto" else int(verbose)
         feeder = _data.make_feeder(x, y, sample_weight, batch_size, False, steps, "evaluate")
         cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "evaluate")
-        logs = self._evaluate_loop(feeder, cbl)
+        self._check_step_functions()
+        try:
+            logs = self._evaluate_loop(feeder, cbl)
+        finally:
+            self._remember_step_functions()
         if return_dict:
             return logs
         return self._ordered(logs)
@@ -630,13 +699,18 @@ class Model(Layer):
         outs = []
         begin = cbl._active["on_predict_batch_begin"]
         end = cbl._active["on_predict_batch_end"]
-        for step, batch in enumerate(feeder.epoch()):
-            for fn in begin:
-                fn(step)
-            out = self.predict_step(batch)
-            outs.append(out)
-            for fn in end:
-                fn(step, {"outputs": out})
+        self._check_step_functions()
+        predict_step = self._step_function("predict")
+        try:
+            for step, batch in enumerate(feeder.epoch()):
+                for fn in begin:
+                    fn(step)
+                out = predict_step(batch)
+                outs.append(out)
+                for fn in end:
+                    fn(step, {"outputs": out})
+        finally:
+            self._remember_step_functions()
         cbl.on_predict_end()
         if not outs:
             raise ValueError("predict: the input produced no batches (empty data?)")
@@ -657,7 +731,7 @@ class Model(Layer):
             for k, v in class_weight.items():
                 cw[int(k)] = v
             batch = _with_class_weight(batch, cw)
-        logs = _floats(self.train_step(batch))
+        logs = _floats(self._step_function("train")(batch))
         return logs if return_dict else self._ordered(logs)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
@@ -666,7 +740,7 @@ class Model(Layer):
         self.reset_metrics()
         batch = _data.ArrayFeeder(x, y, sample_weight, _batch_size(x) or 1, False, None,
                                   "test_on_batch")._batch(slice(None))
-        logs = _floats(self.test_step(batch))
+        logs = _floats(self._step_function("test")(batch))
         return logs if return_dict else self._ordered(logs)
 
     def predict_on_batch(self, x):
@@ -742,3 +816,26 @@ def _zeros_like_shape(shape, dtype):
         return [_zeros_like_shape(s, dtype) for s in shape]
     dims = tuple(1 if d is None else int(d) for d in shape)
     return wrap(np.zeros(dims, dtype))
+
+
+def _same(v):
+    return v
+
+
+def _traced_step(model: Model, kind: str):
+    """``model.<kind>_step`` as an lk.function (looked up on every trace, so an
+    overriding method is traced the same way). The train step takes fit's
+    ``defer_logs`` flag as a Python argument: each value has its own trace."""
+    if kind == "train":
+        def train_step(data, defer_logs):
+            model.__dict__["_defer_logs"] = defer_logs
+            return model.train_step(data)
+        return _function(train_step)
+    if kind == "test":
+        def test_step(data):
+            return model.test_step(data)
+        return _function(test_step)
+
+    def predict_step(data):
+        return model.predict_step(data)
+    return _function(predict_step)

@@ -116,7 +116,7 @@ class Sequential(Model):
 
     def _check_input(self, x) -> None:
         expected = self._input_shape
-        shape = tuple(np.shape(x._v if isinstance(x, Tensor) else x))
+        shape = tuple(x.shape if isinstance(x, Tensor) else np.shape(x))  # never values
         if (expected, shape) == self.__dict__.get("_input_ok"):  # steps repeat one shape
             return
         if len(shape) != len(expected) or any(

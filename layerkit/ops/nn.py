@@ -2,15 +2,20 @@
 
 Most functions here are composites of primitive ops and have no gradient rule of their
 own (relu6, leaky_relu, elu, selu, silu, moments, batch_normalization, l2_normalize,
-dropout, softmax/sigmoid cross-entropy). Records exist only where stability or speed
+softmax/sigmoid cross-entropy). Records exist only where stability or speed
 asks for one:
 
-- ``relu``: its rule is one product with a constant mask (exact at every order,
-  since relu'' = 0), where a composite would need a select and a comparison.
+- ``relu`` and ``relu_grad`` (``g * (y > 0)``): relu's rule is one record, exact at
+  every order since relu'' = 0, where a composite would need a select and a comparison.
+  The mask is computed inside the record, so a traced graph recomputes it per call.
 - ``softplus``: stable forward; a composite with ``abs``/``maximum`` would get the wrong
   derivative at exactly 0 (both kinks contribute 0 there instead of 1/2).
 - ``softmax``/``log_softmax``: max-shifted forwards, rules that reuse the answer.
-- ``sparse_softmax_cross_entropy_with_logits``: one pass, gradient ``softmax - onehot``.
+- ``sparse_softmax_cross_entropy_with_logits``: one pass; its label range check runs in
+  the forward (so on every call of a traced graph), and its gradient
+  ``(softmax - onehot) * g`` is the record ``sparse_softmax_cross_entropy_grad``.
+- ``dropout_mask``: a stateful record (no inputs, no gradient) that draws the scaled
+  keep-mask when it runs; ``dropout`` multiplies by it.
 - ``gelu`` and its gradient ``gelu_grad``: block-wise float32 kernels (below).
 
 Every rule is written with layerkit ops, so gradients of gradients work.
@@ -40,9 +45,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from layerkit._core.convert import convert_to_tensor, to_array
-from layerkit._core.op import Op, apply, wrap
+from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
+from layerkit.ops import creation as _creation
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import random as _random
 from layerkit.ops import reduce as _reduce
@@ -159,13 +165,25 @@ _K_INV_SQRT_2PI = _k(_INV_SQRT_2PI)
 # =====================================================================================
 
 
-def _relu_vjp(g, ins, y, needs):
-    # relu'' = 0, so a constant mask is the exact rule at every order.
-    yv = y._v
-    return (_ew.multiply(g, wrap((yv > 0).astype(yv.dtype))),)
+def _relu_grad_fwd(g, y):
+    return np.multiply(g, y > 0, dtype=np.result_type(g, y))
 
 
-_RELU = Op("relu", lambda x: np.maximum(x, 0), _relu_vjp, "where({0} > 0, {0}, 0)")
+# g * (y > 0): relu's gradient as a record of its own, so that the mask is computed when
+# the gradient runs (in a traced graph too), never captured as a constant. relu'' = 0, so
+# its rule is itself for the upstream and nothing for y: exact at every order.
+_RELU_GRAD = Op("relu_grad", _relu_grad_fwd,
+                lambda h, ins, out, needs: (apply(_RELU_GRAD, h, ins[1]), None),
+                "where({1} > 0, {0}, 0)")
+
+
+def relu_grad(g, y) -> Tensor:
+    """``g * (y > 0)``: relu's gradient for the upstream ``g`` and relu's answer ``y``."""
+    return apply(_RELU_GRAD, g, y)
+
+
+_RELU = Op("relu", lambda x: np.maximum(x, 0),
+           lambda g, ins, y, needs: (apply(_RELU_GRAD, g, y),), "where({0} > 0, {0}, 0)")
 
 
 def relu(features) -> Tensor:
@@ -439,9 +457,9 @@ def gelu(features, approximate: bool = False) -> Tensor:
 
 
 def _softmax_fwd(x, axis):
-    e = x - np.max(x, axis=axis, keepdims=True)
+    e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
     np.exp(e, out=e)
-    e /= np.sum(e, axis=axis, keepdims=True)
+    e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e
 
 
@@ -452,8 +470,8 @@ def _softmax_vjp(g, ins, y, needs, axis):
 
 
 def _log_softmax_fwd(x, axis):
-    s = x - np.max(x, axis=axis, keepdims=True)
-    s -= np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+    s = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+    s -= np.log(np.add.reduce(np.exp(s), axis=axis, keepdims=True))
     return s
 
 
@@ -525,22 +543,59 @@ def softmax_cross_entropy_with_logits(labels, logits, axis: int = -1) -> Tensor:
     return _ew.negative(_reduce.reduce_sum(_ew.multiply(z, log_softmax(x, a)), a))
 
 
+def _check_labels(labels, num_classes: int) -> None:
+    # In the forward, not in the front door: a traced graph runs it on every call.
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        bad = (labels < 0) | (labels >= num_classes)
+        first = np.asarray(labels)[bad].flat[0]
+        raise ValueError(
+            f"lk.nn.sparse_softmax_cross_entropy_with_logits: label {int(first)} is out of "
+            f"range [0, {num_classes}) (num_classes={num_classes})"
+        )
+
+
+def _picked(labels):
+    # Index of each row's label: direct fancy indexing on (N, C) logits is 5x cheaper
+    # per call than take_along_axis (whose index building is Python).
+    if labels.ndim == 1:
+        return np.arange(labels.shape[0]), labels
+    return tuple(np.indices(labels.shape, sparse=True)) + (labels,)
+
+
 def _sparse_ce_fwd(labels, logits):
-    s = logits - np.max(logits, axis=-1, keepdims=True)
-    lse = np.log(np.sum(np.exp(s), axis=-1))
-    return lse - np.take_along_axis(s, labels[..., None].astype(np.intp), -1)[..., 0]
+    _check_labels(labels, logits.shape[-1])
+    s = logits - np.maximum.reduce(logits, axis=-1, keepdims=True)
+    lse = np.log(np.add.reduce(np.exp(s), axis=-1))
+    return lse - s[_picked(labels)]
 
 
-def _sparse_ce_vjp(g, ins, y, needs):
-    labels, logits = ins
-    lv = logits._v
-    onehot = np.zeros(lv.shape, lv.dtype)
-    np.put_along_axis(onehot, labels._v[..., None].astype(np.intp), 1, -1)
-    d = _ew.subtract(softmax(logits), wrap(onehot))
-    return None, _ew.multiply(_array.expand_dims(g, -1), d)
+def _sparse_ce_grad_fwd(labels, logits, g):
+    # (softmax(logits) - onehot(labels)) * g[..., None] in one pass over the logits.
+    p = _softmax_fwd(logits, -1)
+    p[_picked(labels)] -= 1
+    p *= np.asarray(g, p.dtype)[..., None]
+    return p
 
 
-_SPARSE_CE = Op("sparse_softmax_cross_entropy_with_logits", _sparse_ce_fwd, _sparse_ce_vjp)
+def _sparse_ce_grad_vjp(h, ins, out, needs):
+    # out = g' * (s - onehot) with s = softmax(logits), g' = g[..., None]:
+    # d/dlogits = softmax's rule applied to h * g';  d/dg = sum(h * (s - onehot), -1),
+    # where s - onehot is this record at g = 1.
+    labels, logits, g = ins
+    gl = gg = None
+    if needs[1]:
+        gl = _softmax_vjp(_ew.multiply(h, _array.expand_dims(g, -1)), (logits,),
+                          softmax(logits), (True,), -1)[0]
+    if needs[2]:
+        d = apply(_SPARSE_CE_GRAD, labels, logits, _creation.ones_like(g))
+        gg = _reduce.reduce_sum(_ew.multiply(h, d), -1)
+    return None, gl, gg
+
+
+_SPARSE_CE_GRAD = Op("sparse_softmax_cross_entropy_grad", _sparse_ce_grad_fwd,
+                     _sparse_ce_grad_vjp)
+_SPARSE_CE = Op("sparse_softmax_cross_entropy_with_logits", _sparse_ce_fwd,
+                lambda g, ins, y, needs: (None, apply(_SPARSE_CE_GRAD, ins[0], ins[1], g)))
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:
@@ -557,7 +612,8 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:
     Raises:
         TypeError: ``labels`` is not an integer tensor.
         ValueError: the shapes do not match, or a label is outside ``[0, num_classes)``
-            (the message names the label and ``num_classes``).
+            (the message names the label and ``num_classes``; inside ``lk.function`` the
+            check runs on every call).
     """
     op = "sparse_softmax_cross_entropy_with_logits"
     x = _floating(logits, op)
@@ -569,16 +625,6 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:
             f"lk.nn.{op}: labels must have shape logits.shape[:-1]; received labels "
             f"{z.shape} and logits {x.shape}"
         )
-    num_classes = x.shape[-1]
-    zv = z._v
-    if zv.size:
-        bad = (zv < 0) | (zv >= num_classes)
-        if bad.any():
-            first = np.asarray(zv)[bad].flat[0]
-            raise ValueError(
-                f"lk.nn.{op}: label {int(first)} is out of range [0, {num_classes}) "
-                f"(num_classes={num_classes})"
-            )
     return apply(_SPARSE_CE, z, x)
 
 
@@ -605,7 +651,19 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None) -> Tensor:
 # =====================================================================================
 
 
-def dropout(x, rate: float, noise_shape=None, seed: int | None = None) -> Tensor:
+def _dropout_mask_fwd(shape, dtype, rate, source):
+    keep = _random.rng_of(source).random(shape, dtype=np.float32) >= rate
+    mask = keep.astype(dtype)
+    mask *= np.asarray(1.0 / (1.0 - rate), dtype)
+    return mask
+
+
+# The scaled keep-mask is drawn by a stateful record (no inputs, no gradient): a traced
+# graph draws a fresh mask on every call; the product with x is an ordinary multiply.
+_DROPOUT_MASK = Op("dropout_mask", _dropout_mask_fwd, stateful=True)
+
+
+def dropout(x, rate: float, noise_shape=None, seed=None) -> Tensor:
     """Zero each element with probability ``rate`` and scale the rest by ``1/(1 - rate)``.
 
     Args:
@@ -613,8 +671,10 @@ def dropout(x, rate: float, noise_shape=None, seed: int | None = None) -> Tensor
         rate: the drop probability, in [0, 1).
         noise_shape: shape of the keep/drop mask, broadcast against ``x`` (each entry
             equal to ``x``'s dimension or 1; ``None`` entries take ``x``'s dimension).
-        seed: an int for a reproducible mask; None draws a seed from ``lk.random``'s
-            global generator (reproducible after ``lk.random.set_seed``).
+        seed: None draws the mask from ``lk.random``'s global generator (reproducible
+            after ``lk.random.set_seed``); an int gives the same mask on every eager call
+            and a reproducible sequence of masks inside ``lk.function``; an
+            ``lk.random.Generator`` continues its stream on every call.
 
     Raises:
         ValueError: ``rate`` is outside [0, 1) or ``noise_shape`` does not broadcast.
@@ -638,12 +698,9 @@ def dropout(x, rate: float, noise_shape=None, seed: int | None = None) -> Tensor
         mask_shape = tuple(n if d is None else int(d) for d, n in zip(ns, shape))
     if rate == 0.0:
         return t
-    rng = _random.rng_for(seed)
-    keep = rng.random(mask_shape, dtype=np.float32) >= rate
-    dt = t.dtype
-    mask = keep.astype(dt)
-    mask *= np.asarray(1.0 / (1.0 - rate), dt)
-    return _ew.multiply(t, wrap(mask))
+    mask = apply(_DROPOUT_MASK, shape=tuple(mask_shape), dtype=t.dtype, rate=rate,
+                 source=_random.source_of(seed, "lk.nn.dropout"))
+    return _ew.multiply(t, mask)
 
 
 def moments(x, axes, keepdims: bool = False) -> tuple:

@@ -1,10 +1,23 @@
-"""Seeded random ops (no gradients) and the global generator.
+"""Seeded random ops (stateful records, no gradients) and the global generator.
 
 ``lk.random.set_seed(s)`` reseeds the global generator; every consumer that takes an
 optional ``seed`` (these ops, initializers, dropout, Dataset.shuffle, Model.fit
 shuffling) draws its seed from it with :func:`next_seed` when none is given, so one
-call makes a whole program reproducible. An op-level ``seed`` alone gives the same
-result on every call.
+call makes a whole program reproducible.
+
+The ``seed`` argument of the ops:
+
+- ``None``: each call draws from the global generator (reproducible after ``set_seed``).
+- an int: in eager code every call gives the same values (a stateless op). Inside
+  ``lk.function`` the traced op owns a stream started from that seed, so the first call
+  gives the eager values and later calls continue the stream: a reproducible *sequence*,
+  as an op seed gives in a TensorFlow graph (a retrace starts the stream again).
+- a :class:`Generator` (like a Keras 3 ``SeedGenerator``): each call continues that
+  stream, in eager code and in graphs alike; layers with a ``seed`` pass theirs this way.
+
+Each sampler is a record flagged ``stateful`` whose forward draws at execution time, so
+a traced graph re-runs the draw on every call (fresh numbers, same sequence as eager
+code for ``None`` and Generator seeds) instead of freezing the numbers of the trace.
 
 A :class:`Generator` is an independent stream with the same sampling methods; its
 ``get_state()`` is a JSON-able dict, so checkpoints can save it (the global one too,
@@ -14,31 +27,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.convert import FLOATX, as_dtype, to_array
-from layerkit._core.op import wrap
+from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit.ops.creation import shape_arg
 
 __all__: list[str] = []  # public names are exported through layerkit.random
 
 _INT64 = np.dtype(np.int64)
 
 
-# ---- samplers on a numpy Generator (shared by the functions and Generator methods) ---
+# ---- argument checks (run where the op is called, also while tracing) ------------------
 def _shape(shape, op: str) -> tuple:
-    if isinstance(shape, Tensor):
-        shape = np.asarray(shape._v).tolist()
-    elif isinstance(shape, np.ndarray):
-        shape = shape.tolist()
-    if isinstance(shape, (int, np.integer)):
-        shape = [shape]
-    try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"lk.random.{op}: shape must be a sequence of ints, received "
-                        f"{shape!r}") from None
-    if any(d < 0 for d in dims):
-        raise ValueError(f"lk.random.{op}: shape {dims} has a negative dimension")
-    return dims
+    return shape_arg(shape, f"lk.random.{op}", TypeError)
 
 
 def _float_dtype(dtype, op: str) -> np.dtype:
@@ -48,85 +50,152 @@ def _float_dtype(dtype, op: str) -> np.dtype:
     return dt
 
 
-def _param(v, dt: np.dtype) -> np.ndarray | float:
-    if isinstance(v, (int, float)):
-        return v
-    return to_array(v).astype(dt, copy=False)
+def _param(v, dt: np.dtype):
+    # Python numbers become arrays of the result dtype here, so a float64 draw keeps a
+    # float64 mean (as a record input a bare Python float would become float32).
+    if isinstance(v, (bool, int, float)):
+        return np.asarray(v, dt)
+    return v
 
 
+# ---- where a draw comes from -----------------------------------------------------------
+def source_of(seed, op: str = "lk.random"):
+    """The ``source`` attribute of a random record for a user-facing ``seed``.
+
+    None (the global stream), an int (a fixed seed, or in a trace a stream owned by the
+    traced op) or a :class:`Generator`.
+    """
+    if seed is None or isinstance(seed, Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{op}: seed must be an int, an lk.random.Generator or None, "
+                        f"received {type(seed).__name__}")
+    seed = int(seed)
+    if context.RECORDERS and context.tracing():
+        return Generator(seed)  # this graph node's own stream: a sequence across calls
+    return seed
+
+
+def rng_of(source) -> np.random.Generator:
+    """The NumPy generator a record draws from, at execution time (see :func:`source_of`)."""
+    if source is None:
+        return np.random.default_rng(next_seed())
+    if type(source) is int:
+        return np.random.default_rng(source)
+    return source._rng
+
+
+# ---- samplers: record forwards ----------------------------------------------------------
 def _standard_normal(rng: np.random.Generator, shape: tuple, dt: np.dtype) -> np.ndarray:
     if dt in (np.float32, np.float64):
         return rng.standard_normal(shape, dtype=dt)
     return rng.standard_normal(shape, dtype=np.float32).astype(dt)
 
 
-def _normal(rng, shape, mean, stddev, dtype) -> Tensor:
-    dt = _float_dtype(dtype, "normal")
-    z = _standard_normal(rng, _shape(shape, "normal"), dt)
-    return wrap(np.asarray(z * _param(stddev, dt) + _param(mean, dt), dt))
+def _scaled(z, mean, stddev, dt) -> np.ndarray:
+    return np.asarray(z * stddev.astype(dt, copy=False) + mean.astype(dt, copy=False), dt)
 
 
-def _truncated_normal(rng, shape, mean, stddev, dtype) -> Tensor:
-    dt = _float_dtype(dtype, "truncated_normal")
-    shape = _shape(shape, "truncated_normal")
-    z = _standard_normal(rng, shape, dt).reshape(-1)
+def _normal_fwd(mean, stddev, shape, dtype, source):
+    return _scaled(_standard_normal(rng_of(source), shape, dtype), mean, stddev, dtype)
+
+
+def _truncated_normal_fwd(mean, stddev, shape, dtype, source):
+    rng = rng_of(source)
+    z = _standard_normal(rng, shape, dtype).reshape(-1)
     # Redraw values beyond two standard deviations (TF semantics); ~4.6% per round.
     bad = np.flatnonzero(np.abs(z) > 2)
     while bad.size:
-        z[bad] = _standard_normal(rng, (bad.size,), dt)
+        z[bad] = _standard_normal(rng, (bad.size,), dtype)
         bad = bad[np.abs(z[bad]) > 2]
-    z = z.reshape(shape)
-    return wrap(np.asarray(z * _param(stddev, dt) + _param(mean, dt), dt))
+    return _scaled(z.reshape(shape), mean, stddev, dtype)
 
 
-def _uniform(rng, shape, minval, maxval, dtype) -> Tensor:
+def _uniform_fwd(minval, maxval, shape, dtype, source):
+    rng = rng_of(source)
+    if dtype.kind in "iu":
+        lo, hi = int(minval), int(maxval)
+        if lo >= hi:
+            raise ValueError(f"lk.random.uniform: need minval < maxval, received "
+                             f"minval={lo}, maxval={hi}")
+        return rng.integers(lo, hi, shape, dtype=dtype)
+    u = rng.random(shape, dtype=dtype) if dtype in (np.float32, np.float64) else (
+        rng.random(shape, dtype=np.float32).astype(dtype))
+    lo, hi = minval.astype(dtype, copy=False), maxval.astype(dtype, copy=False)
+    return np.asarray(lo + u * (hi - lo), dtype)
+
+
+def _categorical_fwd(logits, num_samples, dtype, source):
+    # Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits);
+    # logits of -inf are never drawn.
+    u = rng_of(source).random((logits.shape[0], num_samples, logits.shape[1]))
+    with np.errstate(divide="ignore"):
+        gumbel = -np.log(-np.log1p(-u))
+    z = logits.astype(np.float64)[:, None, :] + gumbel
+    return np.argmax(z, axis=-1).astype(dtype)
+
+
+def _shuffle_fwd(value, source):
+    return value[rng_of(source).permutation(value.shape[0])]
+
+
+_NORMAL = Op("random_normal", _normal_fwd, stateful=True)
+_TRUNCATED_NORMAL = Op("random_truncated_normal", _truncated_normal_fwd, stateful=True)
+_UNIFORM = Op("random_uniform", _uniform_fwd, stateful=True)
+_CATEGORICAL = Op("random_categorical", _categorical_fwd, stateful=True)
+_SHUFFLE = Op("random_shuffle", _shuffle_fwd, stateful=True)
+
+
+# ---- samplers: checked front doors (shared by the functions and Generator methods) -----
+def _normal(source, shape, mean, stddev, dtype) -> Tensor:
+    dt = _float_dtype(dtype, "normal")
+    return apply(_NORMAL, _param(mean, dt), _param(stddev, dt), shape=_shape(shape, "normal"),
+                 dtype=dt, source=source)
+
+
+def _truncated_normal(source, shape, mean, stddev, dtype) -> Tensor:
+    dt = _float_dtype(dtype, "truncated_normal")
+    return apply(_TRUNCATED_NORMAL, _param(mean, dt), _param(stddev, dt),
+                 shape=_shape(shape, "truncated_normal"), dtype=dt, source=source)
+
+
+def _uniform(source, shape, minval, maxval, dtype) -> Tensor:
     dt = as_dtype(dtype)
     shape = _shape(shape, "uniform")
     if dt.kind in "iu":
         if maxval is None:
             raise ValueError("lk.random.uniform: maxval must be given for integer dtypes")
-        lo, hi = int(to_array(minval)), int(to_array(maxval))
-        if lo >= hi:
-            raise ValueError(f"lk.random.uniform: need minval < maxval, received "
-                             f"minval={lo}, maxval={hi}")
-        return wrap(rng.integers(lo, hi, shape, dtype=dt))
+        return apply(_UNIFORM, _param(minval, dt), _param(maxval, dt), shape=shape,
+                     dtype=dt, source=source)
     if dt.kind != "f":
         raise TypeError(f"lk.random.uniform: dtype must be a float or integer dtype, "
                         f"received {dt.name}")
-    lo = _param(minval, dt)
-    hi = _param(1.0 if maxval is None else maxval, dt)
-    u = rng.random(shape, dtype=dt) if dt in (np.float32, np.float64) else (
-        rng.random(shape, dtype=np.float32).astype(dt))
-    return wrap(np.asarray(lo + u * (hi - lo), dt))
+    return apply(_UNIFORM, _param(minval, dt), _param(1.0 if maxval is None else maxval, dt),
+                 shape=shape, dtype=dt, source=source)
 
 
-def _categorical(rng, logits, num_samples, dtype) -> Tensor:
-    lv = to_array(logits)
-    if lv.ndim != 2:
+def _categorical(source, logits, num_samples, dtype) -> Tensor:
+    if not isinstance(logits, Tensor):
+        logits = to_array(logits)
+    shape = logits.shape
+    if len(shape) != 2:
         raise ValueError(f"lk.random.categorical: logits must have shape "
-                         f"(batch, num_classes), received shape {lv.shape}")
-    if lv.shape[1] == 0:
-        raise ValueError("lk.random.categorical: logits has no classes (shape "
-                         f"{lv.shape})")
+                         f"(batch, num_classes), received shape {shape}")
+    if shape[1] == 0:
+        raise ValueError(f"lk.random.categorical: logits has no classes (shape {shape})")
     dt = as_dtype(dtype)
     if dt.kind not in "iu":
         raise TypeError(f"lk.random.categorical: dtype must be an integer dtype, "
                         f"received {dt.name}")
-    n = int(num_samples)
-    # Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits);
-    # logits of -inf are never drawn.
-    u = rng.random((lv.shape[0], n, lv.shape[1]))
-    with np.errstate(divide="ignore"):
-        gumbel = -np.log(-np.log1p(-u))
-    z = lv.astype(np.float64)[:, None, :] + gumbel
-    return wrap(np.argmax(z, axis=-1).astype(dt))
+    return apply(_CATEGORICAL, logits, num_samples=int(num_samples), dtype=dt, source=source)
 
 
-def _shuffle(rng, value) -> Tensor:
-    v = to_array(value)
-    if v.ndim == 0:
+def _shuffle(source, value) -> Tensor:
+    if not isinstance(value, Tensor):
+        value = to_array(value)
+    if len(value.shape) == 0:
         raise ValueError("lk.random.shuffle: needs a tensor of rank >= 1, received a scalar")
-    return wrap(v[rng.permutation(v.shape[0])])
+    return apply(_SHUFFLE, value, source=source)
 
 
 # ---- Generator ----------------------------------------------------------------------
@@ -134,7 +203,9 @@ class Generator:
     """A seeded random stream (wraps ``numpy.random.Generator`` / PCG64).
 
     Its sampling methods mirror the ``lk.random`` functions; successive calls continue
-    the stream, so a Generator built from the same seed repeats the same sequence.
+    the stream, so a Generator built from the same seed repeats the same sequence. It can
+    also be passed as the ``seed`` of the ``lk.random`` functions and ``lk.nn.dropout``
+    (each call then continues this stream, in eager code and inside ``lk.function``).
 
     Args:
         seed: an int; None draws one from the global generator.
@@ -172,23 +243,23 @@ class Generator:
 
     def normal(self, shape, mean=0.0, stddev=1.0, dtype=FLOATX) -> Tensor:
         """Normal samples of ``shape``."""
-        return _normal(self._rng, shape, mean, stddev, dtype)
+        return _normal(self, shape, mean, stddev, dtype)
 
     def uniform(self, shape, minval=0, maxval=None, dtype=FLOATX) -> Tensor:
         """Uniform samples in ``[minval, maxval)`` (``maxval`` defaults to 1 for floats)."""
-        return _uniform(self._rng, shape, minval, maxval, dtype)
+        return _uniform(self, shape, minval, maxval, dtype)
 
     def truncated_normal(self, shape, mean=0.0, stddev=1.0, dtype=FLOATX) -> Tensor:
         """Normal samples redrawn until within two standard deviations of the mean."""
-        return _truncated_normal(self._rng, shape, mean, stddev, dtype)
+        return _truncated_normal(self, shape, mean, stddev, dtype)
 
     def categorical(self, logits, num_samples: int, dtype=_INT64) -> Tensor:
         """Class indices drawn from ``softmax(logits)``: shape ``(batch, num_samples)``."""
-        return _categorical(self._rng, logits, num_samples, dtype)
+        return _categorical(self, logits, num_samples, dtype)
 
     def shuffle(self, value) -> Tensor:
         """``value`` with its first axis randomly permuted."""
-        return _shuffle(self._rng, value)
+        return _shuffle(self, value)
 
     def get_state(self) -> dict:
         """The stream position as a JSON-able dict (for checkpoints)."""
@@ -213,6 +284,7 @@ class Generator:
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"Generator.set_state: not a generator state ({e!r}); "
                              f"expected the dict returned by get_state()") from None
+        # In place: graphs that draw from this stream keep a reference to _rng.
         self._rng.bit_generator.state = new
         self._seed = seed
 
@@ -253,50 +325,57 @@ def rng_for(seed: int | None) -> np.random.Generator:
     return np.random.default_rng(next_seed() if seed is None else int(seed))
 
 
-# ---- stateless-by-seed functions (the lk.random namespace) ---------------------------
-def normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed: int | None = None) -> Tensor:
+# ---- the lk.random namespace -----------------------------------------------------------
+def normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Tensor:
     """Samples from a normal distribution.
 
     Args:
         shape: output shape (ints, a list, or a 1-D integer tensor).
         mean, stddev: scalars or tensors broadcasting to ``shape``.
         dtype: a float dtype (float32 by default).
-        seed: an int for a reproducible result; None draws from the global generator.
+        seed: None (the global generator), an int (the same values on every eager call;
+            a reproducible sequence inside ``lk.function``) or a :class:`Generator`
+            (each call continues its stream).
     """
-    return _normal(rng_for(seed), shape, mean, stddev, dtype)
+    return _normal(source_of(seed, "lk.random.normal"), shape, mean, stddev, dtype)
 
 
-def uniform(shape, minval=0, maxval=None, dtype=FLOATX, seed: int | None = None) -> Tensor:
+def uniform(shape, minval=0, maxval=None, dtype=FLOATX, seed=None) -> Tensor:
     """Samples from a uniform distribution on ``[minval, maxval)``.
 
     ``maxval`` defaults to 1 for floats and must be given for integer dtypes (TF).
+    ``seed`` as in :func:`normal`.
 
     Raises:
         ValueError: an integer dtype without ``maxval``, or ``minval >= maxval`` for ints.
     """
-    return _uniform(rng_for(seed), shape, minval, maxval, dtype)
+    return _uniform(source_of(seed, "lk.random.uniform"), shape, minval, maxval, dtype)
 
 
-def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX,
-                     seed: int | None = None) -> Tensor:
-    """Normal samples, redrawn when more than two standard deviations from the mean."""
-    return _truncated_normal(rng_for(seed), shape, mean, stddev, dtype)
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Tensor:
+    """Normal samples, redrawn when more than two standard deviations from the mean.
+
+    ``seed`` as in :func:`normal`.
+    """
+    return _truncated_normal(source_of(seed, "lk.random.truncated_normal"), shape, mean,
+                             stddev, dtype)
 
 
-def categorical(logits, num_samples: int, dtype=_INT64, seed: int | None = None) -> Tensor:
+def categorical(logits, num_samples: int, dtype=_INT64, seed=None) -> Tensor:
     """Draw class indices from ``softmax(logits)``.
 
     Args:
         logits: shape ``(batch, num_classes)`` unnormalised log-probabilities.
         num_samples: draws per row.
         dtype: integer dtype of the result (int64 by default).
+        seed: as in :func:`normal`.
 
     Returns:
         Integer tensor of shape ``(batch, num_samples)``.
     """
-    return _categorical(rng_for(seed), logits, num_samples, dtype)
+    return _categorical(source_of(seed, "lk.random.categorical"), logits, num_samples, dtype)
 
 
-def shuffle(value, seed: int | None = None) -> Tensor:
-    """Randomly permute ``value`` along its first axis."""
-    return _shuffle(rng_for(seed), value)
+def shuffle(value, seed=None) -> Tensor:
+    """Randomly permute ``value`` along its first axis (``seed`` as in :func:`normal`)."""
+    return _shuffle(source_of(seed, "lk.random.shuffle"), value)

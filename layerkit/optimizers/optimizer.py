@@ -13,13 +13,21 @@ slots' own buffers. Measured here (shared/FACTS.md) numexpr is slower than NumPy
 float32, and an eager-op chain would allocate a temporary per op. Large arrays are
 processed in blocks that stay in cache (a 400k-element Adam update: 1.72 ms whole,
 1.15-1.28 ms in blocks of 32-64k elements on this machine).
+
+Inside ``lk.function`` (a traced train step), ``apply``/``apply_gradients`` records one
+stateful graph node (``optimizer_update``, no outputs) whose forward is that same NumPy
+path on the gradient arrays: the graph re-runs it on every call, reading the learning
+rate, schedule and ``iterations`` live, so traced and eager steps give the same numbers.
 """
 from __future__ import annotations
 
 import warnings
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
+from layerkit._core import context
+from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
@@ -70,6 +78,58 @@ class _Group:
                 slot._v = s
                 sv.append(s)
             self.sviews.append(sv)
+
+
+class _Step:
+    """The static attribute of a traced update node: which optimizer, which variables."""
+
+    __slots__ = ("optimizer", "variables")
+
+    def __init__(self, optimizer, variables: list) -> None:
+        self.optimizer = optimizer
+        self.variables = variables
+
+    def __repr__(self) -> str:
+        return f"<{type(self.optimizer).__name__} step of {len(self.variables)} variables>"
+
+
+def _apply_forward(*grads, step: _Step):
+    if context.RECORDERS:  # only while tracing: graph runs have no recorders
+        with _untraced():
+            step.optimizer._apply_arrays(grads, step.variables)
+    else:
+        step.optimizer._apply_arrays(grads, step.variables)
+    return ()
+
+
+# An optimizer update as a graph node: no outputs (a pure side effect, so never folded,
+# merged or removed), re-run on every call of the traced function.
+_APPLY = Op("optimizer_update", _apply_forward, num_outputs=0, stateful=True)
+
+
+@contextmanager
+def _untraced():
+    """Run Python code inside a record's forward without the active tracers recording it
+    (a learning-rate callable may use lk ops; they belong to the update, not the graph)."""
+    tracers = [r for r in context.RECORDERS if getattr(r, "tracing", False)]
+    if not tracers:
+        yield
+        return
+    with ExitStack() as stack:
+        for r in tracers:
+            stack.enter_context(context.paused(r))
+        yield
+
+
+def _forget_reads(variables: list) -> None:
+    # The lk.function tracer caches one read node per variable until it sees an assign;
+    # an update done by a record is not an assign, so drop the cached reads (private
+    # tracer state: see the report for the public hook this wants).
+    for r in context.RECORDERS:
+        reads = getattr(r, "_reads", None)
+        if isinstance(reads, dict):
+            for v in variables:
+                reads.pop(id(v), None)
 
 
 class Optimizer:
@@ -277,12 +337,15 @@ class Optimizer:
 
     def apply(self, grads, variables) -> None:
         """Like :meth:`apply_gradients` with gradients and variables as two lists."""
-        records = self._records
         variables = list(variables)
         if not variables:
             return  # nothing to train (e.g. a frozen model), as in Keras
         if not self.built:
             self.build(variables)
+        if context.RECORDERS and context.tracing():
+            self._apply_traced(list(grads), variables)
+            return
+        records = self._records
         work = []
         missing = []
         for g, var in zip(grads, variables):
@@ -302,6 +365,10 @@ class Optimizer:
             if ga.dtype != v.dtype:
                 ga = ga.astype(v.dtype)
             work.append((var, ga, rec))
+        self._check_work(work, missing)
+        self._apply_work(work)
+
+    def _check_work(self, work: list, missing: list) -> None:
         if not work:
             raise ValueError(
                 f"{type(self).__name__}: no gradients provided for any variable "
@@ -309,7 +376,45 @@ class Optimizer:
             )
         if missing:
             warnings.warn(f"{type(self).__name__}: gradients do not exist for variables "
-                          f"{missing}; they are not updated", stacklevel=2)
+                          f"{missing}; they are not updated", stacklevel=3)
+
+    def _apply_traced(self, grads: list, variables: list) -> None:
+        """Inside ``lk.function``: the update becomes one stateful graph node whose forward
+        is the NumPy path below, so the graph re-runs it on every call."""
+        present, missing = [], []
+        for g, var in zip(grads, variables):
+            if id(var) not in self._records:
+                self._add_variable(var)
+            if g is None:
+                missing.append(var.name)
+                continue
+            if tuple(np.shape(g) if not isinstance(g, Tensor) else g.shape) != var.shape:
+                raise ValueError(
+                    f"{type(self).__name__}: gradient shape {tuple(g.shape)} does not match "
+                    f"the shape {var.shape} of variable '{var.name}'"
+                )
+            present.append((g, var))
+        self._check_work(present, missing)
+        updated = [var for _, var in present]
+        apply(_APPLY, *[g for g, _ in present], step=_Step(self, updated))
+        # The node changes these variables (in place, or ``iterations`` by replacement):
+        # reads recorded before it must not stand for reads after it.
+        _forget_reads(updated + [self.iterations]
+                      + [s for var in updated for s in self._records[id(var)][1]])
+
+    def _apply_arrays(self, grads: tuple, variables: list) -> None:
+        """The forward of the traced update: ``grads`` are the gradient arrays."""
+        records = self._records
+        work = []
+        for ga, var in zip(grads, variables):
+            if type(ga) is not np.ndarray:
+                ga = np.asarray(ga)
+            dt = var._v.dtype
+            work.append((var, ga if ga.dtype == dt else ga.astype(dt), records[id(var)]))
+        self._apply_work(work)
+
+    def _apply_work(self, work: list) -> None:
+        """Clip, decay and update: ``work`` holds (variable, gradient array, record)."""
         if self.clipnorm or self.global_clipnorm or self.clipvalue:
             work = self._clip(work)
         lr = self._current_lr()

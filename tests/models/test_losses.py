@@ -1,11 +1,14 @@
 """Losses: values against NumPy transcriptions of Keras's definitions, reductions,
 sample weights, errors, gradients (float64 finite differences) and names."""
+import warnings
+
 import numpy as np
 import pytest
 
 import layerkit as lk
 from layerkit import losses
 from layerkit.autodiff.check import check_grads
+from layerkit.autodiff.function import EagerFallbackWarning
 
 EPS = 1e-7
 
@@ -234,3 +237,78 @@ def test_names_and_configs():
 def test_float32_stays_float32():
     out = losses.MeanSquaredError()(np.ones((2, 2)), np.zeros((2, 2), np.float32))
     assert out.dtype == np.float32
+
+
+_GRAPH_LOSSES = [
+    (lambda: losses.MeanSquaredError(), "dense", None),
+    (lambda: losses.Huber(delta=0.5), "dense", None),
+    (lambda: losses.Hinge(), "binary01", None),
+    (lambda: losses.SquaredHinge(), "signed", None),
+    (lambda: losses.BinaryCrossentropy(from_logits=True, label_smoothing=0.1), "binary01", None),
+    (lambda: losses.CategoricalCrossentropy(), "onehot_probs", None),
+    (lambda: losses.SparseCategoricalCrossentropy(from_logits=True), "sparse", None),
+    (lambda: losses.SparseCategoricalCrossentropy(), "sparse_probs", None),
+    (lambda: losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=3),
+     "sparse_float", None),
+    (lambda: losses.MeanSquaredError(reduction="mean_with_sample_weight"), "dense", "weights"),
+    (lambda: losses.KLDivergence(), "probs", "weights"),
+]
+
+
+def _graph_inputs(kind, rng):
+    x = rng.standard_normal((6, 4))
+    if kind == "dense":
+        return rng.random((6, 4)), x
+    if kind == "binary01":
+        return rng.integers(0, 2, (6, 4)).astype(np.float64), x
+    if kind == "signed":
+        return rng.choice([-1.0, 1.0], (6, 4)), x
+    if kind == "probs":
+        return np.exp(_log_softmax(rng.standard_normal((6, 4)))), np.exp(_log_softmax(x))
+    if kind == "onehot_probs":
+        return np.eye(4)[rng.integers(0, 4, 6)], np.exp(_log_softmax(x))
+    if kind == "sparse":
+        return rng.integers(0, 4, 6), x
+    if kind == "sparse_probs":
+        return rng.integers(0, 4, 6), np.exp(_log_softmax(x))
+    return rng.integers(0, 4, (6, 1)).astype(np.float64), x   # sparse_float
+
+
+@pytest.mark.parametrize("make,kind,sw", _GRAPH_LOSSES,
+                         ids=[f"{type(m()).__name__}-{k}" for m, k, _ in _GRAPH_LOSSES])
+def test_losses_and_their_gradients_inside_lk_function_match_eager(make, kind, sw):
+    """Value-dependent parts (label checks, one-hot, hinge's {0,1} test, weight sums)
+    are graph nodes: later calls with new values give the eager answers."""
+    loss = make()
+
+    def value_and_grad(t, p, w):
+        with lk.GradientTape() as tape:
+            tape.watch(p)
+            v = loss(t, p, sample_weight=w)
+        return v, tape.gradient(v, p)
+
+    f = lk.function(value_and_grad)
+    rng = np.random.default_rng(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EagerFallbackWarning)
+        for _ in range(3):
+            t, p = _graph_inputs(kind, rng)
+            w = lk.constant(rng.random(6)) if sw else None
+            got = f(lk.constant(t), lk.constant(p), w)
+            want = value_and_grad(lk.constant(t), lk.constant(p), w)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-7, atol=1e-12)
+    assert f.trace_count == 1
+
+
+def test_sparse_label_checks_run_on_every_graph_call():
+    loss = losses.SparseCategoricalCrossentropy()
+    f = lk.function(lambda t, p: loss(t, p))
+    p = lk.constant(np.full((2, 3), 1 / 3))
+    f(lk.constant([0.0, 2.0]), p)
+    with pytest.raises(ValueError, match=r"sparse_categorical_crossentropy: label 3\.0 is out "
+                                         r"of range"):
+        f(lk.constant([0.0, 3.0]), p)
+    with pytest.raises(ValueError, match="integer class indices"):
+        f(lk.constant([0.5, 1.0]), p)
+    assert f.trace_count == 1

@@ -1,9 +1,12 @@
 """Metrics: Keras's documented values, NumPy references, weighting, state and names."""
+import warnings
+
 import numpy as np
 import pytest
 
 import layerkit as lk
 from layerkit import metrics
+from layerkit.autodiff.function import EagerFallbackWarning
 
 
 def _r(m):
@@ -184,3 +187,59 @@ def test_bad_inputs():
         metrics.Precision(thresholds=1.5)
     with pytest.raises(ValueError, match="num_thresholds"):
         metrics.AUC(num_thresholds=1)
+
+
+_GRAPH_CASES = [
+    (lambda: metrics.Mean(), "values"),
+    (lambda: metrics.Sum(), "values"),
+    (lambda: metrics.Accuracy(), "exact"),
+    (lambda: metrics.BinaryAccuracy(), "binary"),
+    (lambda: metrics.CategoricalAccuracy(), "onehot"),
+    (lambda: metrics.SparseCategoricalAccuracy(), "labels"),
+    (lambda: metrics.TopKCategoricalAccuracy(k=2), "onehot"),
+    (lambda: metrics.SparseTopKCategoricalAccuracy(k=2), "labels"),
+    (lambda: metrics.MeanSquaredError(), "onehot"),
+    (lambda: metrics.MeanAbsoluteError(), "onehot"),
+    (lambda: metrics.Precision(thresholds=[0.3, 0.6]), "binary"),
+    (lambda: metrics.Recall(), "binary"),
+    (lambda: metrics.AUC(num_thresholds=15, curve="PR"), "binary"),
+]
+
+
+def _graph_batch(kind, rng):
+    p = rng.random((8, 4)).astype(np.float32)
+    if kind == "values":
+        return (lk.constant(p),), {"sample_weight": lk.constant(rng.random(8).astype(np.float32))}
+    if kind == "exact":
+        return (lk.constant(rng.integers(0, 3, 8)), lk.constant(rng.integers(0, 3, 8))), {}
+    if kind == "labels":
+        y = rng.integers(0, 4, 8)
+        return (lk.constant(y if rng.random() < 0.5 else p.argmax(1)), lk.constant(p)), {}
+    if kind == "onehot":
+        return (lk.constant(np.eye(4, dtype=np.float32)[rng.integers(0, 4, 8)]),
+                lk.constant(p)), {}
+    return (lk.constant(rng.integers(0, 2, (8, 1)).astype(np.float32)),
+            lk.constant(p[:, :1])), {"sample_weight": lk.constant(rng.random(8).astype(np.float32))}
+
+
+@pytest.mark.parametrize("make,kind", _GRAPH_CASES,
+                         ids=[type(m()).__name__ for m, _ in _GRAPH_CASES])
+def test_metrics_inside_lk_function_match_eager(make, kind):
+    graph_m, eager_m = make(), make()
+
+    @lk.function
+    def step(args, kwargs):
+        graph_m.update_state(*args, **kwargs)
+        return graph_m.result()
+
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EagerFallbackWarning)
+        for _ in range(3):
+            args, kwargs = _graph_batch(kind, rng)
+            got = step(args, kwargs)
+            eager_m.update_state(*args, **kwargs)
+            np.testing.assert_allclose(got.numpy(), eager_m.result().numpy(), rtol=1e-6)
+    assert step.trace_count == 1
+    for a, b in zip(graph_m.variables, eager_m.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

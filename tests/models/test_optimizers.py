@@ -7,6 +7,7 @@ import pytest
 
 import layerkit as lk
 from layerkit import optimizers
+from layerkit.autodiff.function import EagerFallbackWarning
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules
 
@@ -297,3 +298,59 @@ def test_exclude_from_weight_decay():
     opt.apply_gradients([(zero, kernel), (zero, bias)])
     np.testing.assert_allclose(kernel.numpy(), [0.95, 0.95])
     np.testing.assert_allclose(bias.numpy(), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("kind,cls,cfg", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_updates_inside_lk_function_are_graph_nodes(kind, cls, cfg):
+    """apply_gradients in a traced step: one stateful node that re-runs the kernels on
+    every call (same values as eager steps, slots and iterations included)."""
+    init = _init(5)
+    grads_seq = _grads(6, 4)
+    variables = [lk.Variable(x.astype(np.float32)) for x in init]
+    opt = cls(**cfg)
+
+    @lk.function
+    def step(*grads):
+        opt.apply_gradients(zip(grads, variables))
+        return opt.iterations + 0          # read after the update: the new count
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EagerFallbackWarning)
+        counts = [int(step(*[lk.constant(g.astype(np.float32)) for g in grads]).numpy())
+                  for grads in grads_seq]
+    assert counts == [1, 2, 3, 4] and step.trace_count == 1
+    ref = _reference(kind, cfg, grads_seq, init)
+    for v, r in zip(variables, ref):
+        np.testing.assert_allclose(v.numpy(), r, rtol=2e-4, atol=2e-5)
+    eager_vars = [lk.Variable(x.astype(np.float32)) for x in init]
+    eager = cls(**cfg)
+    for grads in grads_seq:
+        eager.apply_gradients(zip([lk.constant(g.astype(np.float32)) for g in grads],
+                                  eager_vars))
+    for a, b in zip(variables, eager_vars):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for a, b in zip(opt.variables, eager.variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_traced_update_checks_shapes_and_skips_none_gradients():
+    a, b = lk.Variable(np.ones(3, np.float32)), lk.Variable(np.ones(2, np.float32))
+    opt = optimizers.SGD(0.5)
+
+    @lk.function
+    def step(g):
+        opt.apply_gradients([(g, a), (None, b)])
+
+    with pytest.warns(UserWarning, match=r"gradients do not exist for variables \['Variable'\]"):
+        step(lk.constant(np.ones(3, np.float32)))
+    step(lk.constant(np.full(3, 2.0, np.float32)))
+    np.testing.assert_allclose(a.numpy(), [-0.5] * 3)
+    np.testing.assert_allclose(b.numpy(), [1.0, 1.0])
+
+    @lk.function
+    def bad(g):
+        opt.apply_gradients([(g, a)])
+
+    with pytest.raises(ValueError, match=r"gradient shape \(2,\) does not match the shape "
+                                         r"\(3,\) of variable"):
+        bad(lk.constant(np.ones(2, np.float32)))

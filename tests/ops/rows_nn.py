@@ -37,6 +37,7 @@ def _row(name, fn, *args, order=2):
 
 
 _LABELS = np.array([[0, 3, 1], [2, 2, 0]])
+_RELU_Y = np.maximum(_away(3, 4), 0)     # a relu answer: zeros and positives
 
 
 def _gelu_grad(approximate):
@@ -48,6 +49,8 @@ ROWS = [
     # ---- records ---------------------------------------------------------------------
     _row("relu", lambda x: nn.relu(x), _away(3, 4)),
     _row("relu", lambda x: nn.relu(x * x - 0.5), _away(2, 3)),
+    _row("relu_grad", lambda g: N.relu_grad(g, _RELU_Y), _n(3, 4)),
+    _row("relu_grad", lambda g, y: N.relu_grad(g * y, y), _n(3, 4), _away(3, 4)),
     _row("softplus", lambda x: nn.softplus(x), _n(3, 4) * 3),
     _row("gelu", lambda x: nn.gelu(x), _n(3, 4) * 2, order=3),
     _row("gelu", lambda x: nn.gelu(x, approximate=True), _n(3, 4) * 2, order=3),
@@ -63,6 +66,11 @@ ROWS = [
     _row("sparse_softmax_cross_entropy_with_logits",
          lambda x: nn.sparse_softmax_cross_entropy_with_logits(np.array([4, 0]), x * x),
          _n(2, 5)),
+    _row("sparse_softmax_cross_entropy_grad",
+         lambda x, g: apply(N._SPARSE_CE_GRAD, _LABELS, x, g), _n(2, 3, 4), _n(2, 3)),
+    _row("sparse_softmax_cross_entropy_grad",
+         lambda x, g: apply(N._SPARSE_CE_GRAD, np.array([4, 0]), x * x, g * g), _n(2, 5),
+         _n(2)),
     # ---- composites ------------------------------------------------------------------
     _row("relu6", lambda x: nn.relu6(x), np.array([[-2.0, 1.0, 3.5], [7.5, 5.0, -0.5]])),
     _row("leaky_relu", lambda x: nn.leaky_relu(x), _away(3, 4)),

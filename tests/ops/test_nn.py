@@ -2,10 +2,11 @@
 
 Forward values against NumPy / hand-derived formulas (float64 references), stability at
 extreme logits, error messages, dropout statistics, the block-wise float32 gelu and
-softplus kernels (block edges, the threaded path, broadcast gradients), and the
-gradient-table rows of tests/ops/rows_nn.py through ``check_grads``.
+softplus kernels (block edges, the threaded path, broadcast gradients), and that the
+gradient-table rows of tests/ops/rows_nn.py cover every public function.
 """
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import pytest
 import layerkit as lk
 from layerkit import nn
 from layerkit import random as lkrandom
-from layerkit.autodiff.check import check_grads
+from layerkit.autodiff.function import EagerFallbackWarning
 from layerkit.ops import nn as N
 from tests.ops import rows_nn
 
@@ -56,18 +57,9 @@ def _softmax_ref(x, axis=-1):
 rng = np.random.default_rng(11)
 
 
-# ---- gradient table ---------------------------------------------------------------------
-@pytest.mark.parametrize("row", rows_nn.ROWS,
-                         ids=[f"{r['name']}-{i}" for i, r in enumerate(rows_nn.ROWS)])
-def test_gradient_rows(row):
-    with np.errstate(all="ignore"):
-        check_grads(row["fn"], row["args"], order=row["order"])
-
-
-def test_rows_cover_every_nn_record_and_public_function():
-    records = {v.name for v in vars(N).values() if isinstance(v, lk._core.op.Op) and v.vjp}
+# ---- gradient table (tests/ops/test_grad_table.py runs the rows) ----------------------
+def test_rows_cover_every_public_nn_function():
     covered = {r["name"] for r in rows_nn.ROWS}
-    assert records <= covered, sorted(records - covered)
     public = set(nn.__all__) - {"conv2d", "conv2d_transpose", "depthwise_conv2d",
                                 "max_pool2d", "avg_pool2d", "swish"}
     assert public <= covered, sorted(public - covered)
@@ -424,3 +416,92 @@ def test_public_namespace():
     for name in nn.__all__:
         assert callable(getattr(nn, name)), name
     assert nn.swish is nn.silu
+
+
+# ---- inside lk.function: gradients and random masks run as graph nodes -----------------------
+def _graph_only(f, *args):
+    """Call the lk.function ``f`` and fail on any eager fallback."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EagerFallbackWarning)
+        return f(*args)
+
+
+def _relu_ce_step(x, labels):
+    with lk.GradientTape() as tape:
+        tape.watch(x)
+        loss = lk.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(
+            labels, nn.relu(x * 2.0)))
+    return loss, tape.gradient(loss, x)
+
+
+def test_relu_and_sparse_cross_entropy_gradients_trace_into_a_graph():
+    f = lk.function(_relu_ce_step)
+    labels = lk.constant(np.array([0, 1, 4, 2]))
+    for i in range(3):  # new inputs: the relu mask and the one-hot are computed per call
+        x = lk.constant(np.random.default_rng(i).standard_normal((4, 5)).astype(np.float32))
+        loss, g = _graph_only(f, x, labels)
+        want_loss, want_g = _relu_ce_step(x, labels)
+        np.testing.assert_allclose(loss.numpy(), want_loss.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-6, atol=1e-7)
+    assert f.trace_count == 1
+    assert f.get_concrete_function(x, labels).mode == "graph"
+
+
+def test_sparse_cross_entropy_label_check_runs_on_every_graph_call():
+    f = lk.function(_relu_ce_step)
+    x = lk.constant(np.ones((3, 4), np.float32))
+    _graph_only(f, x, lk.constant(np.array([0, 1, 3])))
+    with pytest.raises(ValueError, match=r"label 4 is out of range \[0, 4\) \(num_classes=4\)"):
+        f(x, lk.constant(np.array([0, 4, 1])))
+    with pytest.raises(ValueError, match=r"label -1 is out of range"):
+        f(x, lk.constant(np.array([-1, 0, 1])))
+    assert f.trace_count == 1
+
+
+def test_relu_grad_record_matches_the_mask_rule():
+    g = rng.standard_normal((3, 4))
+    y = np.maximum(rng.standard_normal((3, 4)), 0)
+    np.testing.assert_array_equal(N.relu_grad(g, y).numpy(), g * (y > 0))
+    assert N.relu_grad(g.astype(np.float32), y.astype(np.float32)).dtype == np.float32
+
+
+def test_dropout_in_a_graph_draws_a_fresh_mask_per_call_from_the_global_stream():
+    f = lk.function(lambda x: nn.dropout(x, 0.5))
+    x = lk.constant(np.ones((30, 40), np.float32))
+    lkrandom.set_seed(4)
+    graph = [_graph_only(f, x).numpy() for _ in range(3)]
+    lkrandom.set_seed(4)
+    eager = [nn.dropout(x, 0.5).numpy() for _ in range(3)]
+    for a, b in zip(graph, eager):          # the same sequence as eager code
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(graph[0], graph[1])
+    assert f.trace_count == 1
+
+
+def test_dropout_op_seed_in_a_graph_gives_a_reproducible_sequence():
+    x = lk.constant(np.ones((30, 40), np.float32))
+
+    def run():
+        f = lk.function(lambda t: nn.dropout(t, 0.5, seed=11))
+        return [_graph_only(f, x).numpy() for _ in range(3)]
+
+    first, again = run(), run()
+    # the first call is the eager value of that seed; later calls continue its stream
+    np.testing.assert_array_equal(first[0], nn.dropout(x, 0.5, seed=11).numpy())
+    assert not np.array_equal(first[0], first[1])
+    assert not np.array_equal(first[1], first[2])
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dropout_with_a_generator_seed_continues_its_stream_in_eager_and_graph():
+    x = lk.constant(np.ones((30, 40), np.float32))
+    g1, g2 = lkrandom.Generator(5), lkrandom.Generator(5)
+    f = lk.function(lambda t: nn.dropout(t, 0.5, seed=g1))
+    graph = [_graph_only(f, x).numpy() for _ in range(3)]
+    eager = [nn.dropout(x, 0.5, seed=g2).numpy() for _ in range(3)]
+    for a, b in zip(graph, eager):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(eager[0], eager[1])
+    with pytest.raises(TypeError, match="lk.nn.dropout: seed must be an int"):
+        nn.dropout(x, 0.5, seed=1.5)

@@ -1,12 +1,14 @@
 """lk.random: reproducibility (global seed, op seed, Generator), distributions, state."""
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
 
 import layerkit as lk
 from layerkit import random as lkrandom
+from layerkit.autodiff.function import EagerFallbackWarning
 from layerkit.ops import random as R
 
 
@@ -168,3 +170,79 @@ def test_argument_errors():
         lkrandom.normal([2, -1])
     with pytest.raises(TypeError, match="shape must be a sequence of ints"):
         lkrandom.uniform("ab")
+
+
+# ---- inside lk.function: stateful records re-drawn on every call ------------------------------
+def _no_fallback(f, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EagerFallbackWarning)
+        return f(*args)
+
+
+def _samplers(seed):
+    return [lkrandom.normal([4], seed=seed), lkrandom.uniform([3], seed=seed),
+            lkrandom.truncated_normal([4], seed=seed),
+            lkrandom.uniform([5], minval=0, maxval=9, dtype="int32", seed=seed),
+            lkrandom.categorical(lk.constant([[0.0, 1.0, 2.0]]), 6, seed=seed),
+            lkrandom.shuffle(lk.constant(np.arange(10)), seed=seed)]
+
+
+def test_seedless_samplers_in_a_graph_follow_the_global_sequence():
+    f = lk.function(lambda: _samplers(None))
+    lkrandom.set_seed(21)
+    graph = [[t.numpy() for t in _no_fallback(f)] for _ in range(3)]
+    lkrandom.set_seed(21)
+    eager = [[t.numpy() for t in _samplers(None)] for _ in range(3)]
+    for g, e in zip(graph, eager):
+        for a, b in zip(g, e):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(graph[0][0], graph[1][0])
+    assert f.trace_count == 1 and f.get_concrete_function().mode == "graph"
+
+
+def test_op_seeds_in_a_graph_give_a_sequence_that_a_retrace_repeats():
+    def run():
+        f = lk.function(lambda: _samplers(3))
+        return [[t.numpy() for t in _no_fallback(f)] for _ in range(3)]
+
+    first, again = run(), run()
+    eager = [t.numpy() for t in _samplers(3)]
+    for a, b in zip(first[0], eager):          # the first call: the op seed's eager values
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0][0], first[1][0])
+    assert not np.array_equal(first[1][1], first[2][1])
+    for g, h in zip(first, again):
+        for a, b in zip(g, h):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_generator_methods_and_generator_seeds_in_a_graph_continue_the_stream():
+    g1, g2 = lkrandom.Generator(8), lkrandom.Generator(8)
+    f = lk.function(lambda: [g1.normal([3]), lkrandom.uniform([2], seed=g1)])
+    graph = [[t.numpy() for t in _no_fallback(f)] for _ in range(3)]
+    eager = [[g2.normal([3]).numpy(), lkrandom.uniform([2], seed=g2).numpy()]
+             for _ in range(3)]
+    for g, e in zip(graph, eager):
+        for a, b in zip(g, e):
+            np.testing.assert_array_equal(a, b)
+    assert g1.get_state() == g2.get_state()
+
+
+def test_tensor_parameters_are_graph_inputs():
+    f = lk.function(lambda m, s: lkrandom.normal([2, 3], mean=m, stddev=s, dtype="float64",
+                                                 seed=0))
+    a = _no_fallback(f, lk.constant([0.0, 10.0, 20.0]), lk.constant(0.0)).numpy()
+    np.testing.assert_array_equal(a, [[0.0, 10.0, 20.0]] * 2)
+    b = _no_fallback(f, lk.constant([1.0, 2.0, 3.0]), lk.constant(0.0)).numpy()
+    np.testing.assert_array_equal(b, [[1.0, 2.0, 3.0]] * 2)
+    assert f.trace_count == 1
+
+
+def test_float64_draws_keep_python_parameters_exact():
+    x = lkrandom.normal([1000], mean=0.1, stddev=0.0, dtype="float64", seed=0).numpy()
+    assert np.all(x == 0.1)
+
+
+def test_seed_type_errors():
+    with pytest.raises(TypeError, match="lk.random.normal: seed must be an int"):
+        lkrandom.normal([2], seed="a")

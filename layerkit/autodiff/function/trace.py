@@ -88,7 +88,7 @@ def _init_whitelist() -> None:
         "layerkit.ops.conv": ["_value"],
     }
     via_to_array = {
-        "layerkit._core.variable": ["Variable._checked"],
+        "layerkit._core.variable": ["Variable._checked", "Variable.__init__"],
         "layerkit.ops.creation": ["zeros_like", "ones_like"],
     }
 
