@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -384,8 +385,11 @@ def test_eagerly_trained_model_restores_into_lk_function_code(tmp_path):
     graph_model(x)                        # build, then restore
     lk.Checkpoint(model=graph_model, optimizer=graph_opt).read(path)
     forward = lk.function(lambda xb: graph_model(xb))
-    np.testing.assert_allclose(forward(x).numpy(), expected_out, rtol=1e-6, atol=1e-6)
     graph_step = lk.function(step_fn(graph_model, graph_opt))
-    graph_step(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no eager fallback: both really run as graphs
+        np.testing.assert_allclose(forward(x).numpy(), expected_out, rtol=1e-6, atol=1e-6)
+        graph_step(x, y)
+    assert forward.get_concrete_function(x).mode == "graph"
     for got, want in zip(graph_model.trainable_variables, expected_next):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
