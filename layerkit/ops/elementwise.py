@@ -394,10 +394,40 @@ _COS = unary("cos", np.cos, lambda g, ins, y, needs: (negative(multiply(g, sin(i
              "cos({0})")
 _TAN = unary("tan", np.tan, lambda g, ins, y, needs: (multiply(g, add(1, square(y))),),
              "tan({0})")
-_TANH = unary("tanh", np.tanh, lambda g, ins, y, needs: (multiply(g, subtract(1, square(y))),),
-              "tanh({0})")
+def _tanh_grad_fwd(y, g):
+    # g * (1 - y*y) with one temporary: one record instead of three eager ops.
+    t = np.multiply(y, y)
+    if type(t) is not np.ndarray:  # 0-d inputs give NumPy scalars (no out=)
+        return g * (1 - t)
+    np.subtract(1, t, out=t)
+    return np.multiply(t, g, out=t) if t.shape == np.shape(g) else t * g
+
+
+def _sigmoid_grad_fwd(y, g):
+    # g * y * (1 - y), one temporary.
+    t = np.subtract(1, y)
+    if type(t) is not np.ndarray:
+        return g * y * t
+    np.multiply(t, y, out=t)
+    return np.multiply(t, g, out=t) if t.shape == np.shape(g) else t * g
+
+
+# The gradients of tanh and sigmoid are records of their own (tanh_grad(y, g),
+# sigmoid_grad(y, g)) whose rules are again lk ops, so higher orders still work.
+_TANH_GRAD = Op("tanh_grad", _tanh_grad_fwd,
+                lambda up, ins, out, needs: (
+                    multiply(up, multiply(ins[1], multiply(-2, ins[0]))) if needs[0] else None,
+                    apply(_TANH_GRAD, ins[0], up) if needs[1] else None),
+                "({1} * (1 - {0} * {0}))")
+_SIGMOID_GRAD = Op("sigmoid_grad", _sigmoid_grad_fwd,
+                   lambda up, ins, out, needs: (
+                       multiply(up, multiply(ins[1], subtract(1, multiply(2, ins[0]))))
+                       if needs[0] else None,
+                       apply(_SIGMOID_GRAD, ins[0], up) if needs[1] else None),
+                   "({1} * {0} * (1 - {0}))")
+_TANH = unary("tanh", np.tanh, lambda g, ins, y, needs: (apply(_TANH_GRAD, y, g),), "tanh({0})")
 _SIGMOID = unary("sigmoid", _sigmoid_forward,
-                 lambda g, ins, y, needs: (multiply(g, multiply(y, subtract(1, y))),),
+                 lambda g, ins, y, needs: (apply(_SIGMOID_GRAD, y, g),),
                  "(1 / (1 + exp(-{0})))")
 
 

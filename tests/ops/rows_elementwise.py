@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 import layerkit as lk
+from layerkit._core.op import apply
+from layerkit.ops import elementwise as E
 
 _rng = np.random.default_rng(1234)
 
@@ -93,6 +95,10 @@ ROWS = [
     {"name": "tan", "fn": lk.tan, "args": [_u(-1, 1, 2, 3)], "order": 2},
     {"name": "tanh", "fn": lk.tanh, "args": [_u(-2, 2, 2, 3)], "order": 3},
     {"name": "sigmoid", "fn": lk.sigmoid, "args": [_u(-4, 4, 2, 3)], "order": 3},
+    {"name": "tanh_grad", "fn": lambda y, g: apply(E._TANH_GRAD, y, g),
+     "args": [_u(-0.9, 0.9, 2, 3), _u(-2, 2, 2, 3)], "order": 2},
+    {"name": "sigmoid_grad", "fn": lambda y, g: apply(E._SIGMOID_GRAD, y, g),
+     "args": [_u(0.1, 0.9, 2, 3), _u(-2, 2, 2, 3)], "order": 2},
     {"name": "erf", "fn": lk.erf, "args": [_u(-3, 3, 3, 4)], "order": 2},
     # sign and rounding
     {"name": "abs", "fn": lk.abs, "args": [_signed(0.2, 2, 2, 3)], "order": 2},
