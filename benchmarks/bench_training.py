@@ -1,7 +1,5 @@
-"""Training-step benchmarks: layerkit eager vs a hand-written NumPy step (the floor) vs
-PyTorch (when installed), all in one run.
-
-Run: python benchmarks/bench_training.py [--quick]
+"""Training-step benchmarks: layerkit (the graph step ``fit`` runs, and eager) vs a
+hand-written NumPy step (the floor) vs PyTorch (when installed), all in one run.
 
 Cases (issue 3):
 - MLP: batch 128, 784-512-256-10, Adam; one train step (forward, loss, backward, update).
@@ -12,14 +10,21 @@ Cases (issue 3):
 - digits MLP: 64-64-10, Adam, batch 32, 30 epochs over 1,440 scikit-learn digits through
   ``fit(verbose=0)``, against a NumPy loop and a PyTorch loop doing the same epochs.
 
+The layerkit column of the MLP and CNN cases times ``model.make_train_function()``, the
+per-batch callable ``fit`` runs: ``train_step`` traced by ``lk.function``. The "eager"
+column times the same step of a model compiled with ``run_eagerly=True`` (plain Python
+``train_step``); "graph/eager" is their ratio. The LSTM case times a taped
+forward/backward of one layer (eager), and the digits case runs ``fit`` itself.
+
 Step times are medians over repeats run in alternating per-library blocks (layerkit,
-numpy, torch, layerkit, ...; see ``timed_blocks``); the fit case is the median of 3 runs,
+eager, numpy, torch, layerkit, ...; see ``timed_blocks``); the fit case is the median of 3 runs,
 also one library at a time. OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for this
 process (see _common.py).
 
-Run: python benchmarks/bench_training.py [--quick] [--threads N]
+Run: python benchmarks/bench_training.py [--quick] [--threads N] [--torch-threads=N]
+[--case=mlp|cnn|lstm|digits ...]
 (``--threads 1`` pins BLAS, OpenMP and torch to one thread each: steadier figures on a
-machine shared with other work.)
+machine shared with other work; without it torch uses ``--torch-threads``, default 1.)
 """
 from __future__ import annotations
 
@@ -167,16 +172,34 @@ def mlp_numpy(sizes, x, y, opt_cls, **opt_kw):
     return step
 
 
+def layerkit_steps(build, compile_kw: dict, batch) -> dict:
+    """The per-batch step ``fit`` runs (``make_train_function``: the ``lk.function`` graph)
+    and the same step with ``run_eagerly=True``, each on its own freshly built model.
+
+    The graph is traced (and its first replay run) here, so tracing never lands in a
+    timed block.
+    """
+    graph_model, eager_model = build(), build()
+    graph_model.compile(**compile_kw())
+    eager_model.compile(run_eagerly=True, **compile_kw())
+    graph_step = graph_model.make_train_function()
+    eager_step = eager_model.make_train_function()
+    for _ in range(2):
+        graph_step(batch)
+        eager_step(batch)
+    return {"layerkit": lambda: graph_step(batch), "eager": lambda: eager_step(batch)}
+
+
 # ---- case 1: MLP ----------------------------------------------------------------------------
 def case_mlp(rows):
     x = RNG.standard_normal((128, 784)).astype(np.float32)
     y = RNG.integers(0, 10, 128)
-    model = Sequential([Input(shape=(784,)), layers.Dense(512, activation="relu"),
-                        layers.Dense(256, activation="relu"), layers.Dense(10)])
-    model.compile(optimizer=optimizers.Adam(1e-3), loss=SCCE)
     batch = (lk.constant(x), lk.constant(y))
-    fns = {"layerkit": lambda: model.train_step(batch),
-           "numpy": mlp_numpy([784, 512, 256, 10], x, y, NumpyAdam)}
+    fns = layerkit_steps(
+        lambda: Sequential([Input(shape=(784,)), layers.Dense(512, activation="relu"),
+                            layers.Dense(256, activation="relu"), layers.Dense(10)]),
+        lambda: {"optimizer": optimizers.Adam(1e-3), "loss": SCCE}, batch)
+    fns["numpy"] = mlp_numpy([784, 512, 256, 10], x, y, NumpyAdam)
     if torch is not None:
         net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
                                   torch.nn.Linear(512, 256), torch.nn.ReLU(),
@@ -272,14 +295,15 @@ def cnn_numpy(x, y):
 def case_cnn(rows):
     x = RNG.random((64, 28, 28, 1)).astype(np.float32)
     y = RNG.integers(0, 10, 64)
-    model = Sequential([
-        Input(shape=(28, 28, 1)),
-        layers.Conv2D(32, 3, padding="same", activation="relu"), layers.MaxPooling2D(2),
-        layers.Conv2D(64, 3, padding="same", activation="relu"), layers.MaxPooling2D(2),
-        layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10)])
-    model.compile(optimizer=optimizers.SGD(0.01, momentum=0.9), loss=SCCE)
     batch = (lk.constant(x), lk.constant(y))
-    fns = {"layerkit": lambda: model.train_step(batch), "numpy": cnn_numpy(x, y)}
+    fns = layerkit_steps(
+        lambda: Sequential([
+            Input(shape=(28, 28, 1)),
+            layers.Conv2D(32, 3, padding="same", activation="relu"), layers.MaxPooling2D(2),
+            layers.Conv2D(64, 3, padding="same", activation="relu"), layers.MaxPooling2D(2),
+            layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10)]),
+        lambda: {"optimizer": optimizers.SGD(0.01, momentum=0.9), "loss": SCCE}, batch)
+    fns["numpy"] = cnn_numpy(x, y)
     if torch is not None:
         nn = torch.nn
         net = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -442,7 +466,9 @@ def case_digits(rows):
 
 
 def _row(name, t, target, ok):
-    return [name, ms(t["layerkit"]), ms(t["numpy"]), ms(t["torch"]) if "torch" in t else "-",
+    return [name, ms(t["layerkit"]), ms(t["eager"]) if "eager" in t else "-", ms(t["numpy"]),
+            ms(t["torch"]) if "torch" in t else "-",
+            f"{t['layerkit'] / t['eager']:.2f}x" if "eager" in t else "-",
             f"{t['layerkit'] / t['numpy']:.2f}x",
             f"{t['layerkit'] / t['torch']:.2f}x" if "torch" in t else "-",
             target, "yes" if ok else "NO"]
@@ -453,10 +479,16 @@ def main():
           f"{'quick' if QUICK else 'full'} run, times in ms (medians); threads: "
           f"{_THREADS or 'library defaults'}; load average {os.getloadavg()[0]:.2f}")
     rows: list = []
-    for case in (case_mlp, case_cnn, case_lstm, case_digits):
-        case(rows)
-    print(table(rows, ["case", "layerkit", "numpy", "torch", "vs numpy", "vs torch",
-                       "target", "met"]))
+    cases = {"mlp": case_mlp, "cnn": case_cnn, "lstm": case_lstm, "digits": case_digits}
+    only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--case=")]
+    for name, case in cases.items():
+        if not only or name in only:
+            case(rows)
+    print(table(rows, ["case", "layerkit", "eager", "numpy", "torch", "graph/eager",
+                       "vs numpy", "vs torch", "target", "met"]))
+    print("layerkit: the step fit runs (make_train_function, an lk.function graph) for the "
+          "MLP and CNN;\neager: the same step with run_eagerly=True; LSTM is a taped eager "
+          "step; digits runs fit.")
 
 
 if __name__ == "__main__":

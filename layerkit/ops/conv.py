@@ -42,8 +42,8 @@ from numpy.lib.stride_tricks import as_strided
 from layerkit._core.convert import to_array
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import reduce as _reduce
+from layerkit.ops import array as _array
+from layerkit.ops import nn as _nn
 
 __all__ = ["conv2d", "conv2d_transpose", "depthwise_conv2d", "max_pool2d", "avg_pool2d"]
 
@@ -254,6 +254,17 @@ def _column_sums(a: np.ndarray) -> np.ndarray:
     return np.ones(a.shape[0], a.dtype) @ a
 
 
+def _bias_grad_fwd(g):
+    return _column_sums(g.reshape(-1, g.shape[-1]))
+
+
+# The bias gradient, g summed over all axes but the last (TensorFlow's BiasAddGrad), as
+# a record so the traced path gets _column_sums' GEMV too (reduce_sum over the
+# (N, OH, OW) axes took 0.97 ms vs 0.34 at 64x28x28x32). Linear: its rule broadcasts back.
+_BIAS_GRAD = Op("bias_add_grad", _bias_grad_fwd,
+                lambda h, ins, out, needs: (_array.broadcast_to(h, ins[0].shape),))
+
+
 def _fused_conv_fwd(x, w, *bias, strides, pads, dilations, activation):
     kh, kw, _, cout = w.shape
     oh, ow = _conv_out_hw(x.shape, w.shape, strides, pads, dilations)
@@ -286,18 +297,39 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
         return (gx, gw, gb)[:len(ins)]
     g = gs[0]
     if activation == "relu":
-        # relu'' = 0: the mask is a constant for higher orders, but it is computed by
-        # records (not captured as an array) so a traced graph recomputes it per call.
-        g = _ew.multiply(g, _ew.cast(_ew.greater(y, 0), y.dtype))
+        # One record, g * (y > 0), that a traced graph recomputes per call (relu'' = 0).
+        g = apply(_nn._RELU_GRAD, g, y)
     gx = apply(_CONV_BPI, g, w, input_shape=x.shape, **geo) if needs[0] else None
-    gw = apply(_CONV_BPF, x, g, filter_shape=w.shape, **geo) if needs[1] else None
+    gw = apply(_CONV_BPF_COLS, x, outs[1], g, filter_shape=w.shape, **geo) \
+        if needs[1] else None
     if len(ins) == 2:
         return gx, gw
-    gb = _reduce.reduce_sum(g, axis=(0, 1, 2)) if needs[2] else None
+    gb = apply(_BIAS_GRAD, g) if needs[2] else None
     return gx, gw, gb
 
 
 _FUSED_CONV = Op("fused_conv2d", _fused_conv_fwd, _fused_conv_vjp, num_outputs=2)
+
+
+def _bpf_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):
+    return (cols.T @ g.reshape(-1, filter_shape[3])).reshape(filter_shape)
+
+
+def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
+    # The value is conv2d_backprop_filter(x, g) with cols = im2col(x) as a cache, so the
+    # rule is that record's (bilinear in x and g); cols gets None: its dependence on x is
+    # counted once, through x, and no gradient reaches fused_conv2d's patch output.
+    x, _, g = ins
+    geo = {"strides": strides, "pads": pads, "dilations": dilations}
+    gx = apply(_CONV_BPI, g, h, input_shape=x.shape, **geo) if needs[0] else None
+    gg = apply(_CONV, x, h, **geo) if needs[2] else None
+    return gx, None, gg
+
+
+# conv2d_backprop_filter(x, g) computed as one GEMM from fused_conv2d's patch output
+# ``cols`` (which must be the im2col of ``x`` with the same geometry): the traced
+# (recording) path of fused_conv2d's vjp uses it instead of a second im2col of x.
+_CONV_BPF_COLS = Op("conv2d_backprop_filter_from_patches", _bpf_cols_fwd, _bpf_cols_vjp)
 
 
 # =====================================================================================

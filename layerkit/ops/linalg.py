@@ -17,6 +17,7 @@ from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import elementwise as _ew
+from layerkit.ops import nn as _nn
 from layerkit.ops import reduce as _reduce
 
 __all__ = ["matmul", "tensordot", "einsum", "norm"]
@@ -153,9 +154,8 @@ def _fused_matmul_vjp(g, ins, y, needs, activation):
             return gx, gw
         return gx, gw, (wrap(np.add.reduce(gv, axis=0)) if needs[2] else None)
     if activation == "relu":
-        # relu'' = 0: the mask is a constant for higher orders, but it is computed by
-        # records (not captured as an array) so a traced graph recomputes it per call.
-        g = _ew.multiply(g, _ew.cast(_ew.greater(y, 0), y.dtype))
+        # One record, g * (y > 0), that a traced graph recomputes per call (relu'' = 0).
+        g = apply(_nn._RELU_GRAD, g, y)
     gx = apply(_MATMUL, g, w, transpose_a=False, transpose_b=True) if needs[0] else None
     gw = apply(_MATMUL, x, g, transpose_a=True, transpose_b=False) if needs[1] else None
     if len(ins) == 2:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.op import apply, wrap
 from layerkit.ops import conv as C
 
 _rng = np.random.default_rng(7)
@@ -25,6 +26,19 @@ def _distinct(*shape) -> np.ndarray:
 
 
 _EXPLICIT = [[0, 0], [1, 0], [0, 2], [0, 0]]
+
+
+def _bpf_from_patches(fshape, strides, pads, dilations):
+    """conv2d_backprop_filter_from_patches(x, cols, g) as a function of (x, g), with
+    ``cols`` taken from fused_conv2d(x, 0) as the Conv2D layer's traced vjp does."""
+    geo = {"strides": strides, "pads": pads, "dilations": dilations}
+
+    def fn(x, g):
+        w = wrap(np.zeros(fshape, x.dtype))
+        cols = apply(C._FUSED_CONV, x, w, activation="linear", **geo)[1]
+        return apply(C._CONV_BPF_COLS, x, cols, g, filter_shape=fshape, **geo)
+
+    return fn
 
 ROWS = [
     # ---- conv2d and its backprops --------------------------------------------------
@@ -52,6 +66,21 @@ ROWS = [
      "fn": lambda x, w: C.fused_conv2d(x, w, None, strides=2, padding=_EXPLICIT)},
     {"name": "fused_conv2d", "order": 2, "args": [_r(1, 6, 6, 1), _r(2, 2, 1, 2), _r(2)],
      "fn": lambda x, w, b: C.fused_conv2d(x, w, b, strides=1, padding="VALID", dilations=2)},
+    # ---- the filter gradient from fused_conv2d's patches (few-channel transposed
+    # patches; strided window patches with uneven padding; dilated) -------------------
+    {"name": "conv2d_backprop_filter_from_patches", "order": 2,
+     "args": [_r(2, 5, 5, 2), _r(2, 5, 5, 3)],
+     "fn": _bpf_from_patches((3, 3, 2, 3), (1, 1), ((1, 1), (1, 1)), (1, 1))},
+    {"name": "conv2d_backprop_filter_from_patches", "order": 2,
+     "args": [_r(1, 6, 5, 4), _r(1, 3, 3, 2)],
+     "fn": _bpf_from_patches((2, 3, 4, 2), (2, 2), ((1, 0), (0, 2)), (1, 1))},
+    {"name": "conv2d_backprop_filter_from_patches", "order": 2,
+     "args": [_r(1, 6, 6, 1), _r(1, 4, 4, 2)],
+     "fn": _bpf_from_patches((2, 2, 1, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))},
+    # ---- bias_add_grad (the fused vjp's bias gradient); cubed so the second-order
+    # check depends on the upstream gradient ---------------------------------------
+    {"name": "bias_add_grad", "order": 2, "args": [_r(2, 3, 2, 3)],
+     "fn": lambda g: (lambda s: s * s * s)(apply(C._BIAS_GRAD, g))},
     # ---- depthwise -----------------------------------------------------------------
     {"name": "depthwise_conv2d", "order": 2, "args": [_r(2, 5, 5, 2), _r(3, 3, 2, 2)],
      "fn": lambda x, w: C.depthwise_conv2d(x, w, [1, 2, 2, 1], "SAME")},

@@ -256,6 +256,30 @@ def test_fused_matmul_matches_composite(dtype, activation, use_bias, persistent)
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=tol, atol=tol)
 
 
+def test_fused_matmul_traced_relu_mask_is_one_relu_grad():
+    # The recording vjp (what an lk.function train step runs) masks with the relu_grad
+    # record, not greater + cast + multiply, and agrees with the eager NumPy path.
+    x = lk.constant(RNG.standard_normal((6, 5)).astype(np.float32))
+    w = lk.Variable(RNG.standard_normal((5, 3)).astype(np.float32))
+    b = lk.Variable(RNG.standard_normal(3).astype(np.float32))
+
+    def grads(x):
+        with lk.GradientTape() as tape:
+            tape.watch(x)
+            loss = lk.reduce_sum(L.fused_matmul(x, w, b, "relu") * 2.0)
+        return tape.gradient(loss, [x, w, b])
+
+    f = lk.function(grads)
+    nodes = f.get_concrete_function(x).graph.nodes
+    names = [m.op.name for n in nodes
+             for m in (n.region.members if n.kind == "fused" else [n] if n.kind == "op" else [])]
+    assert names.count("relu_grad") == 1
+    assert "greater" not in names and "cast" not in names
+    for _ in range(2):  # the trace call and a replay
+        for a, e in zip(f(x), grads(x)):
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_fused_matmul_errors():
     with pytest.raises(ValueError, match=r"fused_matmul.*\(2, 3\).*\(4, 2\)"):
         L.fused_matmul(np.zeros((2, 3)), np.zeros((4, 2)))
