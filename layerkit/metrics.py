@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import re
-from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -100,18 +99,6 @@ def _samplewise(values: np.ndarray, sample_weight):
 
 
 # ---- metric methods as graph nodes (inside lk.function) -----------------------------------
-@contextmanager
-def _untraced():
-    """Run a metric method inside a record's forward without the active tracers
-    recording the lk ops it may use (they belong to the node, not to the graph)."""
-    tracers = [r for r in context.RECORDERS if getattr(r, "tracing", False)]
-    if not tracers:
-        yield
-        return
-    with ExitStack() as stack:
-        for r in tracers:
-            stack.enter_context(context.paused(r))
-        yield
 
 
 class _MethodCall:
@@ -151,7 +138,7 @@ class _MethodCall:
 def _update_forward(*arrays, call: _MethodCall):
     args, kwargs = call.args(arrays)
     if context.RECORDERS:  # only while tracing: graph runs have no recorders
-        with _untraced():
+        with context.untraced():
             call.fn(call.metric, *args, **kwargs)
     else:
         call.fn(call.metric, *args, **kwargs)
@@ -160,7 +147,7 @@ def _update_forward(*arrays, call: _MethodCall):
 
 def _result_forward(call: _MethodCall):
     if context.RECORDERS:
-        with _untraced():
+        with context.untraced():
             r = call.fn(call.metric)
     else:
         r = call.fn(call.metric)

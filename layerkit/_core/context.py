@@ -6,7 +6,7 @@ here. The eager hot path reads ``RECORDERS`` once: an empty list means "just com
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 # Active recorders, innermost last. Each has ``record(op, inputs, outputs, attrs)`` and
 # ``read_variable(var)``.
@@ -46,3 +46,20 @@ def paused(recorder) -> Iterator[None]:
 def tracing() -> bool:
     """True while an ``lk.function`` trace is recording (ops may skip value checks)."""
     return any(getattr(r, "tracing", False) for r in RECORDERS)
+
+
+@contextmanager
+def untraced() -> Iterator[None]:
+    """Pause every active ``lk.function`` tracer (tapes keep recording).
+
+    For Python code run inside a stateful record's forward (a metric update, a learning
+    rate callable): the lk ops it uses belong to that node, not to the traced graph.
+    """
+    tracers = [r for r in RECORDERS if getattr(r, "tracing", False)]
+    if not tracers:
+        yield
+        return
+    with ExitStack() as stack:
+        for r in tracers:
+            stack.enter_context(paused(r))
+        yield

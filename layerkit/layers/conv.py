@@ -2,8 +2,8 @@
 DepthwiseConv2D."""
 from __future__ import annotations
 
-from layerkit import initializers, regularizers
 from layerkit.layers import activations
+from layerkit.layers.core import add_kernel_bias, kernel_bias_config, kernel_bias_options
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
 from layerkit.ops import conv as _conv
@@ -52,13 +52,9 @@ class _Conv(Layer):
         self.padding = check_padding(cls, padding)
         self.data_format = check_data_format(cls, data_format)
         self.dilation_rate = pair(cls, "dilation_rate", dilation_rate)
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        kernel_bias_options(self, activation, use_bias, kernel_initializer, bias_initializer,
+                            kernel_regularizer, bias_regularizer, kernel_constraint,
+                            bias_constraint)
         self.input_spec = InputSpec(ndim=4)
 
     def _make_weights(self, input_shape, kernel_shape: tuple, out_channels: int) -> None:
@@ -66,12 +62,7 @@ class _Conv(Layer):
         if channels is None:
             raise ValueError(f"{type(self).__name__} '{self.name}': the channel dimension of "
                              f"the input must be known; received shape {tuple(input_shape)}")
-        self.kernel = self.add_weight(self.kernel_name, kernel_shape, self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (out_channels,), self.bias_initializer,
-                                    regularizer=self.bias_regularizer,
-                                    constraint=self.bias_constraint) if self.use_bias else None
+        add_kernel_bias(self, self.kernel_name, kernel_shape, out_channels)
         self.input_spec = InputSpec(ndim=4, axes={-1: channels})
 
     def _epilogue(self, y):
@@ -83,11 +74,7 @@ class _Conv(Layer):
         return {**super().get_config(), "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding,
                 "data_format": self.data_format, "dilation_rate": self.dilation_rate,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-                "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
+                **kernel_bias_config(self)}
 
 
 class Conv2D(_Conv):

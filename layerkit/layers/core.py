@@ -26,6 +26,39 @@ def _positive_int(layer: str, arg: str, value) -> int:
     return int(value)
 
 
+def kernel_bias_options(layer: Layer, activation, use_bias: bool, kernel_initializer,
+                        bias_initializer, kernel_regularizer, bias_regularizer,
+                        kernel_constraint, bias_constraint) -> None:
+    """Resolve and store the kernel/bias arguments shared by Dense-like layers."""
+    layer.activation = activations.get(activation)
+    layer.use_bias = use_bias
+    layer.kernel_initializer = initializers.get(kernel_initializer)
+    layer.bias_initializer = initializers.get(bias_initializer)
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
+    layer.bias_regularizer = regularizers.get(bias_regularizer)
+    layer.kernel_constraint, layer.bias_constraint = kernel_constraint, bias_constraint
+
+
+def add_kernel_bias(layer: Layer, kernel_name: str, kernel_shape: tuple, units: int) -> None:
+    """Create ``layer.kernel`` and ``layer.bias`` (None without ``use_bias``) from the
+    options stored by :func:`kernel_bias_options`."""
+    layer.kernel = layer.add_weight(kernel_name, kernel_shape, layer.kernel_initializer,
+                                    regularizer=layer.kernel_regularizer,
+                                    constraint=layer.kernel_constraint)
+    layer.bias = layer.add_weight("bias", (units,), layer.bias_initializer,
+                                  regularizer=layer.bias_regularizer,
+                                  constraint=layer.bias_constraint) if layer.use_bias else None
+
+
+def kernel_bias_config(layer: Layer) -> dict:
+    """The :func:`kernel_bias_options` entries of a layer's config, serialized."""
+    return {"activation": activations.serialize(layer.activation), "use_bias": layer.use_bias,
+            "kernel_initializer": initializers.serialize(layer.kernel_initializer),
+            "bias_initializer": initializers.serialize(layer.bias_initializer),
+            "kernel_regularizer": regularizers.serialize(layer.kernel_regularizer),
+            "bias_regularizer": regularizers.serialize(layer.bias_regularizer)}
+
+
 class Dense(Layer):
     """A densely connected layer: ``activation(inputs @ kernel + bias)``.
 
@@ -52,13 +85,9 @@ class Dense(Layer):
                  bias_constraint=None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.units = _positive_int("Dense", "units", units)
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        kernel_bias_options(self, activation, use_bias, kernel_initializer, bias_initializer,
+                            kernel_regularizer, bias_regularizer, kernel_constraint,
+                            bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
 
     def build(self, input_shape) -> None:
@@ -66,12 +95,7 @@ class Dense(Layer):
         if in_dim is None:
             raise ValueError(f"Dense '{self.name}': the last dimension of the input must be "
                              f"known, received input shape {tuple(input_shape)}")
-        self.kernel = self.add_weight("kernel", (in_dim, self.units), self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        self.bias = self.add_weight("bias", (self.units,), self.bias_initializer,
-                                    regularizer=self.bias_regularizer,
-                                    constraint=self.bias_constraint) if self.use_bias else None
+        add_kernel_bias(self, "kernel", (in_dim, self.units), self.units)
         self.input_spec = InputSpec(min_ndim=2, axes={-1: in_dim})
 
     def call(self, inputs):
@@ -91,11 +115,7 @@ class Dense(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "units": self.units,
-                "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-                "kernel_initializer": initializers.serialize(self.kernel_initializer),
-                "bias_initializer": initializers.serialize(self.bias_initializer),
-                "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-                "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
+                **kernel_bias_config(self)}
 
 
 class Activation(Layer):

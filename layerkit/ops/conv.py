@@ -198,35 +198,41 @@ def _bpf_fwd(x, g, filter_shape, strides, pads, dilations):
     return (cols.T @ g.reshape(-1, cout)).reshape(filter_shape)
 
 
-def _conv_vjp(g, ins, y, needs, strides, pads, dilations):
-    x, w = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gx = apply(_CONV_BPI, g, w, input_shape=x.shape, **geo) if needs[0] else None
-    gw = apply(_CONV_BPF, x, g, filter_shape=w.shape, **geo) if needs[1] else None
-    return gx, gw
+def _conv_family(name: str, conv_fwd, bpi_fwd, bpf_fwd) -> tuple[Op, Op, Op]:
+    """The records ``name``, ``name_backprop_input`` and ``name_backprop_filter`` of a
+    convolution ``y = C(x, w)`` with ``dx = B(g, w)`` and ``dw = F(x, g)``.
+
+    All three are bilinear with ``<h, B(g, w)> = <C(h, w), g>`` and
+    ``<h, F(x, g)> = <C(x, h), g>``, so each one's partials are the other two records.
+    """
+    def conv_vjp(g, ins, y, needs, strides, pads, dilations):
+        x, w = ins
+        geo = {"strides": strides, "pads": pads, "dilations": dilations}
+        gx = apply(bpi, g, w, input_shape=x.shape, **geo) if needs[0] else None
+        gw = apply(bpf, x, g, filter_shape=w.shape, **geo) if needs[1] else None
+        return gx, gw
+
+    def bpi_vjp(h, ins, dx, needs, input_shape, strides, pads, dilations):
+        g, w = ins
+        geo = {"strides": strides, "pads": pads, "dilations": dilations}
+        gg = apply(conv, h, w, **geo) if needs[0] else None
+        gw = apply(bpf, h, g, filter_shape=w.shape, **geo) if needs[1] else None
+        return gg, gw
+
+    def bpf_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
+        x, g = ins
+        geo = {"strides": strides, "pads": pads, "dilations": dilations}
+        gx = apply(bpi, g, h, input_shape=x.shape, **geo) if needs[0] else None
+        gg = apply(conv, x, h, **geo) if needs[1] else None
+        return gx, gg
+
+    conv = Op(name, conv_fwd, conv_vjp)
+    bpi = Op(f"{name}_backprop_input", bpi_fwd, bpi_vjp)
+    bpf = Op(f"{name}_backprop_filter", bpf_fwd, bpf_vjp)
+    return conv, bpi, bpf
 
 
-def _bpi_vjp(h, ins, dx, needs, input_shape, strides, pads, dilations):
-    # dx = B(g, w) with <h, B(g, w)> = <conv(h, w), g>: bilinear, so both partials are convs.
-    g, w = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gg = apply(_CONV, h, w, **geo) if needs[0] else None
-    gw = apply(_CONV_BPF, h, g, filter_shape=w.shape, **geo) if needs[1] else None
-    return gg, gw
-
-
-def _bpf_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
-    # dw = F(x, g) with <h, F(x, g)> = <conv(x, h), g>.
-    x, g = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gx = apply(_CONV_BPI, g, h, input_shape=x.shape, **geo) if needs[0] else None
-    gg = apply(_CONV, x, h, **geo) if needs[1] else None
-    return gx, gg
-
-
-_CONV = Op("conv2d", _conv_fwd, _conv_vjp)
-_CONV_BPI = Op("conv2d_backprop_input", _bpi_fwd, _bpi_vjp)
-_CONV_BPF = Op("conv2d_backprop_filter", _bpf_fwd, _bpf_vjp)
+_CONV, _CONV_BPI, _CONV_BPF = _conv_family("conv2d", _conv_fwd, _bpi_fwd, _bpf_fwd)
 
 
 # =====================================================================================
@@ -320,9 +326,8 @@ def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
     # rule is that record's (bilinear in x and g); cols gets None: its dependence on x is
     # counted once, through x, and no gradient reaches fused_conv2d's patch output.
     x, _, g = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gx = apply(_CONV_BPI, g, h, input_shape=x.shape, **geo) if needs[0] else None
-    gg = apply(_CONV, x, h, **geo) if needs[2] else None
+    gx, gg = _CONV_BPF.vjp(h, (x, g), dw, (needs[0], needs[2]), filter_shape, strides, pads,
+                           dilations)
     return gx, None, gg
 
 
@@ -402,33 +407,7 @@ def _dw_bpf_fwd(x, g, filter_shape, strides, pads, dilations):
     return dw
 
 
-def _dw_vjp(g, ins, y, needs, strides, pads, dilations):
-    x, w = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gx = apply(_DW_BPI, g, w, input_shape=x.shape, **geo) if needs[0] else None
-    gw = apply(_DW_BPF, x, g, filter_shape=w.shape, **geo) if needs[1] else None
-    return gx, gw
-
-
-def _dw_bpi_vjp(h, ins, dx, needs, input_shape, strides, pads, dilations):
-    g, w = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gg = apply(_DW, h, w, **geo) if needs[0] else None
-    gw = apply(_DW_BPF, h, g, filter_shape=w.shape, **geo) if needs[1] else None
-    return gg, gw
-
-
-def _dw_bpf_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
-    x, g = ins
-    geo = {"strides": strides, "pads": pads, "dilations": dilations}
-    gx = apply(_DW_BPI, g, h, input_shape=x.shape, **geo) if needs[0] else None
-    gg = apply(_DW, x, h, **geo) if needs[1] else None
-    return gx, gg
-
-
-_DW = Op("depthwise_conv2d", _dw_fwd, _dw_vjp)
-_DW_BPI = Op("depthwise_conv2d_backprop_input", _dw_bpi_fwd, _dw_bpi_vjp)
-_DW_BPF = Op("depthwise_conv2d_backprop_filter", _dw_bpf_fwd, _dw_bpf_vjp)
+_DW, _DW_BPI, _DW_BPF = _conv_family("depthwise_conv2d", _dw_fwd, _dw_bpi_fwd, _dw_bpf_fwd)
 
 
 # =====================================================================================
@@ -724,6 +703,16 @@ def _shape4(op: str, what: str, value) -> tuple:
     return shape
 
 
+def _conv_operands(op: str, xv: np.ndarray, wv: np.ndarray) -> None:
+    """Check an NHWC input and an HWIO kernel of matching input channels."""
+    _rank4(op, "input", xv.shape, "NHWC")
+    _rank4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
+    if xv.shape[3] != wv.shape[2]:
+        raise ValueError(
+            f"{op}: input has {xv.shape[3]} channels (shape {xv.shape}) but filters expect "
+            f"{wv.shape[2]} input channels (filters shape {wv.shape})")
+
+
 def _check_out(op: str, what: str, got: tuple, want: tuple) -> None:
     if tuple(got) != tuple(want):
         raise ValueError(f"{op}: {what} has shape {tuple(got)}, expected {tuple(want)}")
@@ -763,12 +752,7 @@ def conv2d(input, filters, strides: IntOrInts = 1, padding: Padding = "VALID",
     """
     op = "conv2d"
     xv, wv = _value(input), _value(filters)
-    _rank4(op, "input", xv.shape, "NHWC")
-    _rank4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
-    if xv.shape[3] != wv.shape[2]:
-        raise ValueError(
-            f"{op}: input has {xv.shape[3]} channels (shape {xv.shape}) but filters expect "
-            f"{wv.shape[2]} input channels (filters shape {wv.shape})")
+    _conv_operands(op, xv, wv)
     strides, pads, dilations, _ = _geometry(op, xv.shape, wv.shape[:2], strides, padding,
                                             dilations, data_format)
     return apply(_CONV, _arg(input, xv), _arg(filters, wv), strides=strides, pads=pads,
@@ -788,12 +772,7 @@ def fused_conv2d(input, filters, bias=None, strides: IntOrInts = 1, padding: Pad
     """
     op = "fused_conv2d"
     xv, wv = _value(input), _value(filters)
-    _rank4(op, "input", xv.shape, "NHWC")
-    _rank4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
-    if xv.shape[3] != wv.shape[2]:
-        raise ValueError(
-            f"{op}: input has {xv.shape[3]} channels (shape {xv.shape}) but filters expect "
-            f"{wv.shape[2]} input channels (filters shape {wv.shape})")
+    _conv_operands(op, xv, wv)
     if activation not in _ACTIVATIONS:
         raise ValueError(f"{op}: activation must be one of {_ACTIVATIONS}; received "
                          f"{activation!r}")

@@ -22,7 +22,6 @@ rate, schedule and ``iterations`` live, so traced and eager steps give the same 
 from __future__ import annotations
 
 import warnings
-from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -95,7 +94,7 @@ class _Step:
 
 def _apply_forward(*grads, step: _Step):
     if context.RECORDERS:  # only while tracing: graph runs have no recorders
-        with _untraced():
+        with context.untraced():
             step.optimizer._apply_arrays(grads, step.variables)
     else:
         step.optimizer._apply_arrays(grads, step.variables)
@@ -107,18 +106,6 @@ def _apply_forward(*grads, step: _Step):
 _APPLY = Op("optimizer_update", _apply_forward, num_outputs=0, stateful=True)
 
 
-@contextmanager
-def _untraced():
-    """Run Python code inside a record's forward without the active tracers recording it
-    (a learning-rate callable may use lk ops; they belong to the update, not the graph)."""
-    tracers = [r for r in context.RECORDERS if getattr(r, "tracing", False)]
-    if not tracers:
-        yield
-        return
-    with ExitStack() as stack:
-        for r in tracers:
-            stack.enter_context(context.paused(r))
-        yield
 
 
 def _forget_reads(variables: list) -> None:

@@ -13,7 +13,8 @@ import layerkit as lk
 from layerkit import layers as L
 from layerkit import losses, metrics, optimizers
 from layerkit.autodiff.function import EagerFallbackWarning, TracingError
-from layerkit.models import Input, Model, Sequential
+from layerkit.models import Input, Sequential
+from tests.models.custom_steps import MLP, Keras2Step, Keras3Step
 
 SCCE = losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -196,46 +197,13 @@ def lk_max_norm(w):
     return w / lk.maximum(norms, 1.0)
 
 
-class _MLP(Model):
-    def __init__(self):
-        super().__init__()
-        self.hidden = L.Dense(16, activation="relu")
-        self.out = L.Dense(3)
-
-    def call(self, x, training=None):
-        return self.out(self.hidden(x))
-
-
-class _Keras3Step(_MLP):
-    def train_step(self, data):
-        x, y = data
-        with lk.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compute_loss(y=y, y_pred=y_pred)
-        grads = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply(grads, self.trainable_variables)
-        for m in self.metrics:
-            if m.name == "loss":
-                m.update_state(loss)
-            else:
-                m.update_state(y, y_pred)
-        return {m.name: m.result() for m in self.metrics}
-
-
-class _Keras2Step(_MLP):
-    def train_step(self, data):
-        x, y = data
-        with lk.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
-        grads = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
-        self.compiled_metrics.update_state(y, y_pred)
+class _Keras2Step(Keras2Step):
+    def step_logs(self, loss):
         return {"loss": loss, **self.compiled_metrics.result(),
                 "step": self.optimizer.iterations + 0}
 
 
-@pytest.mark.parametrize("cls", [_Keras3Step, _Keras2Step])
+@pytest.mark.parametrize("cls", [Keras3Step, _Keras2Step])
 def test_overridden_train_steps_are_traced_and_match_eager(cls):
     x, y = _blobs(n=64)
     def kw():
@@ -250,7 +218,7 @@ def test_overridden_train_steps_are_traced_and_match_eager(cls):
 
 
 def test_data_dependent_control_flow_in_a_step_raises_tracing_error():
-    class Branchy(_MLP):
+    class Branchy(MLP):
         def train_step(self, data):
             x, y = data
             loss = self.compute_loss(y=y, y_pred=self(x, training=True))

@@ -11,6 +11,7 @@ from layerkit import losses, metrics, optimizers
 from layerkit.checkpoint.checkpoint import Checkpoint
 from layerkit.models import Input, Model, Sequential
 from layerkit.ops import random as lk_random
+from tests.models.custom_steps import MLP, Keras2Step, Keras3Step
 
 
 def _blobs(n=128, d=6, k=3, seed=0):
@@ -26,16 +27,6 @@ def _seq(d=6, k=3):
 
 
 SCCE = losses.SparseCategoricalCrossentropy(from_logits=True)
-
-
-class MLP(Model):
-    def __init__(self, k=3, **kwargs):
-        super().__init__(**kwargs)
-        self.hidden = L.Dense(16, activation="relu")
-        self.out = L.Dense(k)
-
-    def call(self, x, training=None):
-        return self.out(self.hidden(x))
 
 
 def test_sequential_fit_learns_and_history():
@@ -254,33 +245,7 @@ def test_train_and_test_on_batch_and_predict_on_batch():
 def test_custom_train_step_keras3_and_keras2_styles():
     x, y = _blobs(n=32)
 
-    class Keras3Style(MLP):
-        def train_step(self, data):
-            x, y = data
-            with lk.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compute_loss(y=y, y_pred=y_pred)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply(grads, self.trainable_variables)
-            for m in self.metrics:
-                if m.name == "loss":
-                    m.update_state(loss)
-                else:
-                    m.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-
-    class Keras2Style(MLP):
-        def train_step(self, data):
-            x, y = data
-            with lk.GradientTape() as tape:
-                y_pred = self(x, training=True)
-                loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
-            grads = tape.gradient(loss, self.trainable_variables)
-            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
-            self.compiled_metrics.update_state(y, y_pred)
-            return {m.name: m.result() for m in self.metrics}
-
-    for cls in (Keras3Style, Keras2Style):
+    for cls in (Keras3Step, Keras2Step):
         m = cls()
         m.compile(optimizer=optimizers.Adam(0.05), loss=SCCE, metrics=["accuracy"])
         h = m.fit(x, y, epochs=5, verbose=0)
