@@ -15,6 +15,22 @@ from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.ops.creation import zeros_like
 
+_SCALAR_ONES: dict = {}
+
+
+def _ones(t: Tensor) -> np.ndarray:
+    """The default seed: ones like ``t``; a shared read-only 0-d array for scalars (the
+    common loss case; np.ones costs ~1 us of Python per call)."""
+    dtype = t.dtype
+    if t.shape:
+        return np.ones(t.shape, dtype)
+    one = _SCALAR_ONES.get(dtype)
+    if one is None:
+        one = np.ones((), dtype)
+        one.flags.writeable = False
+        _SCALAR_ONES[dtype] = one
+    return one
+
 
 def _is_float(t: Tensor) -> bool:
     try:
@@ -166,7 +182,7 @@ class GradientTape:
         targets = [target] if isinstance(target, Tensor) else [
             convert_to_tensor(t) for t in flatten(target)]
         if output_gradients is None:
-            seeds = [wrap(np.ones(t.shape, t.dtype)) for t in targets]
+            seeds = [wrap(_ones(t)) for t in targets]
         else:
             seeds = [convert_to_tensor(g) for g in flatten(output_gradients)]
             if len(seeds) != len(targets):
