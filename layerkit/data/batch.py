@@ -2,7 +2,9 @@
 
 ``batch`` over an input that speaks the chunk protocol (tensor slices, range, columnar
 file sources, shuffle over those, take/skip/repeat of those) takes stacked rows straight
-from the input: no per-row Tensors are made and nothing is re-stacked.
+from the input: no per-row Tensors are made and nothing is re-stacked. Over any other
+input it asks for ``batch_size`` elements at once (``next_list``, one loop per batch in
+sources and ``map``) and stacks each leaf with one ``np.array`` call.
 """
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ class BatchIterator(ScalarStateIterator):
                 if len(flat[0]) < n:
                     self._done = True
             return up.codec.pack_arrays(flat)
-        elems = list(islice(self._up, n))
+        elems = self._up.next_list(n)
         if len(elems) < n:
             self._done = True
             if not elems or self._drop:

@@ -12,6 +12,12 @@ Iterator contract:
   the input iterators' states nested inside (``{"node": name, "input": {...}, ...}``);
   ``set_state(state)`` restores it. Both are called between ``__next__`` calls.
 - ``close()`` stops background work and closes the inputs; idempotent.
+- ``next_list(n)`` returns a list of the next ``n`` elements, fewer only at the end of
+  the input (an empty list there). The default loops over ``__next__``; stages that do
+  per-element Python work (sources, ``map``) override it with one loop per list, which
+  is what ``batch`` calls. An exception raised while the list is gathered propagates,
+  and the elements gathered before it in that call are lost, as with ``__next__``
+  calls in a loop; the elements after it are not.
 - Optional chunk protocol, used by ``batch`` to avoid splitting and re-stacking rows:
   ``supports_chunks()`` and ``next_chunk(n)``, which returns a flat list of NumPy arrays
   (leaves in ``codec`` order) holding the next 1..n elements stacked along a new first
@@ -155,6 +161,9 @@ class NodeIterator:
     def _inputs(self) -> tuple:
         up = getattr(self, "_up", None)
         return (up,) if up is not None else ()
+
+    def next_list(self, n: int) -> list:
+        return list(itertools.islice(self, n))
 
     def supports_chunks(self) -> bool:
         return False

@@ -376,21 +376,54 @@ def _fail_all(pending, lock, err: BaseException, done) -> None:
 
 # ---- the bounded window --------------------------------------------------------------------
 class Window:
-    """Bounded in-flight results on a pool, delivered in order (or as they complete)."""
+    """Bounded in-flight results on a pool, delivered in order (or as they complete).
 
-    def __init__(self, pool, capacity: int, deterministic: bool = True) -> None:
+    ``capacity`` bounds the submitted, not yet taken results (the memory bound).
+    ``running``, when given, bounds only the unfinished ones and makes completions
+    observable (:meth:`ready`, :meth:`wait`), so that a consumer waiting for the result
+    at the head can submit more work as soon as any worker is free: with ordered
+    delivery, a worker that finishes ahead of the head would otherwise sit idle.
+    """
+
+    def __init__(self, pool, capacity: int, deterministic: bool = True,
+                 running: int | None = None) -> None:
         self.pool = pool
         self.capacity = max(1, int(capacity))
+        self.running = None if running is None else max(1, int(running))
         self.deterministic = deterministic
         self._slots: deque = deque()
-        if not deterministic:
+        if not deterministic or running is not None:
             pool.done_queue = SimpleQueue()
 
     def __len__(self) -> int:
         return len(self._slots)
 
     def full(self) -> bool:
-        return len(self._slots) >= self.capacity
+        slots = self._slots
+        if len(slots) >= self.capacity:
+            return True
+        if self.running is None:
+            return False
+        busy = 0
+        for s in slots:
+            if not s._done:
+                busy += 1
+        return busy >= self.running
+
+    def ready(self) -> bool:
+        """Whether :meth:`take` would return without waiting."""
+        if self.deterministic:
+            return self._slots[0]._done
+        return any(s._done for s in self._slots)
+
+    def wait(self) -> None:
+        """Wait until some result completes (or a poll interval passes); needs
+        ``running`` or an unordered window."""
+        done = self.pool.done_queue
+        try:
+            done.get(timeout=_POLL)
+        except Empty:
+            self.pool.check_alive()
 
     def submit(self, fn, args: tuple, tag=None) -> None:
         self._slots.append(self.pool.submit(fn, args, tag))

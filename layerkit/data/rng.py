@@ -1,10 +1,12 @@
 """Per-element random streams for functions run by ``Dataset.map``.
 
 A map stage sets, for the duration of each call of the user function, a key
-``(seed, pass, element index)`` in a thread-local. :func:`element_rng` turns the key
-into a NumPy generator, so random augmentation inside a map is reproducible whatever
-``num_parallel_calls`` is, whichever thread or process runs the call, and after an
-iterator is restored mid-epoch.
+``(seed, pass, element index)`` in a thread-local: an :class:`ElementKey` that a map
+updates in place per element (cheaper than a new tuple per call on the hot path) and
+that a map running inside another map's function restores when it is done.
+:func:`element_rng` turns the key into a NumPy generator, so random augmentation inside
+a map is reproducible whatever ``num_parallel_calls`` is, whichever thread or process
+runs the call, and after an iterator is restored mid-epoch.
 """
 from __future__ import annotations
 
@@ -12,7 +14,14 @@ import threading
 
 import numpy as np
 
-_CTX = threading.local()
+
+class _Context(threading.local):
+    key = None  # class-level defaults are what every new thread sees
+    gen = None
+    gen_key = None
+
+
+_CTX = _Context()
 
 
 class SeedSource:
@@ -28,6 +37,16 @@ class SeedSource:
 
     def as_tuple(self) -> tuple:
         return (self.seed, self.top, self.inner)
+
+
+class ElementKey:
+    """Which element a map is running: its pass's :class:`SeedSource` and its index."""
+
+    __slots__ = ("src", "index")
+
+    def __init__(self, src: SeedSource, index: int = 0) -> None:
+        self.src = src
+        self.index = index
 
 
 def set_key(key) -> None:
@@ -55,15 +74,17 @@ def element_rng() -> np.random.Generator:
         >>> serial == threads
         True
     """
-    key = getattr(_CTX, "key", None)
+    ctx = _CTX
+    key = ctx.key
     if key is None:
         raise RuntimeError("lk.data.element_rng() can only be called inside a function "
                            "passed to Dataset.map")
-    if getattr(_CTX, "gen_key", None) is not key:
-        src, index = key
-        _CTX.gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(src.entropy(index))))
-        _CTX.gen_key = key
-    return _CTX.gen
+    src, index = key.src, key.index
+    cached = ctx.gen_key
+    if cached is None or cached[0] is not src or cached[1] != index:
+        ctx.gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(src.entropy(index))))
+        ctx.gen_key = (src, index)
+    return ctx.gen
 
 
 def element_seed() -> int:

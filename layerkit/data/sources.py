@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.op import wrap
+from layerkit._core.tensor import Tensor
 from layerkit.data import structure as _st
 from layerkit.data.node import (
     INFINITE,
@@ -16,6 +17,8 @@ from layerkit.data.node import (
     fn_name,
     pull_rows,
 )
+
+_new = object.__new__
 
 
 def _as_leaf_arrays(value, what: str):
@@ -70,13 +73,36 @@ class TensorSlicesNode(Node):
     _compute_spec = static_chunk_spec
 
 
+class _ObjectRows:
+    """Row access for an object array: indexing ``a[i]`` would return the raw Python
+    object, so rows stay 0-d views."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self.a[k, ...] for k in range(*key.indices(len(self.a)))]
+        return self.a[key, ...]
+
+
+def _rows(a: np.ndarray):
+    """What ``rows[i]`` and iterating over ``rows[i:j]`` give is what elements hold:
+    row views, or NumPy scalars for 1-D arrays (immutable, and cheaper to make than 0-d
+    views, which iteration cannot produce)."""
+    return _ObjectRows(a) if a.dtype.kind == "O" else a
+
+
 class SlicesIterator(ScalarStateIterator):
-    __slots__ = ("_arrays", "_n", "_i", "codec", "_pair")
+    __slots__ = ("_arrays", "_rows", "_n", "_i", "codec", "_pair")
     kind = "from_tensor_slices"
     _saved = (("pos", "_i", int),)
 
     def __init__(self, node: TensorSlicesNode) -> None:
         self._arrays = node.arrays
+        self._rows = [_rows(a) for a in node.arrays]
         self._n = node.n
         self._i = 0
         self.codec = node.codec
@@ -88,9 +114,34 @@ class SlicesIterator(ScalarStateIterator):
             raise StopIteration
         self._i = i + 1
         if self._pair:  # the common (features, labels) case, without the generic packing
-            a, b = self._arrays
-            return (wrap(a[i, ...]), wrap(b[i, ...]))
-        return self.codec.pack([wrap(a[i, ...]) for a in self._arrays])
+            a, b = self._rows
+            return (wrap(a[i]), wrap(b[i]))
+        return self.codec.pack([wrap(a[i]) for a in self._rows])
+
+    def next_list(self, n: int) -> list:
+        i = self._i
+        j = min(i + n, self._n)
+        if j <= i:
+            return []
+        self._i = j
+        if self._pair:
+            a, b = self._rows
+            out = []
+            append = out.append
+            for x, y in zip(a[i:j], b[i:j]):  # wrap() inlined: this loop is the hot path
+                u = _new(Tensor)
+                u._v = x
+                v = _new(Tensor)
+                v._v = y
+                append((u, v))
+            return out
+        cols = [list(map(wrap, a[i:j])) for a in self._rows]
+        codec = self.codec
+        if codec.kind == "leaf":
+            return cols[0]
+        if codec.kind == "tuple" and codec.ttype is tuple:
+            return list(zip(*cols))
+        return [codec.pack(leaves) for leaves in zip(*cols)]
 
     def supports_chunks(self) -> bool:
         return True
@@ -101,6 +152,9 @@ class SlicesIterator(ScalarStateIterator):
             return None
         j = min(i + n, self._n)
         self._i = j
+        if self._pair:
+            a, b = self._arrays
+            return [a[i:j], b[i:j]]
         return [a[i:j] for a in self._arrays]
 
 
@@ -197,7 +251,11 @@ class RangeIterator(ScalarStateIterator):
         if i >= node.n:
             raise StopIteration
         self._i = i + 1
-        return wrap(np.array(node.start + i * node.step, dtype=node.dtype))
+        return wrap(node.dtype.type(node.start + i * node.step))
+
+    def next_list(self, n: int) -> list:
+        chunk = self.next_chunk(n)
+        return [] if chunk is None else list(map(wrap, chunk[0]))
 
     def supports_chunks(self) -> bool:
         return True

@@ -134,7 +134,14 @@ class Codec:
 
     def pack_arrays(self, arrays):
         """Wrap NumPy leaves into Tensors and rebuild the element."""
-        return self.pack([wrap(a) for a in arrays])
+        leaves = []
+        for a in arrays:  # wrap() inlined: once per batch on the batch-first hot path
+            t = _new(Tensor)
+            t._v = a
+            leaves.append(t)
+        if self.kind == "tuple" and self.ttype is tuple:
+            return tuple(leaves)
+        return self.pack(leaves)
 
 
 def _flatten_like(template, element) -> list:
@@ -209,6 +216,34 @@ def from_arrays(structure):
     return map_structure(wrap, structure)
 
 
+def encode_chunk(elements: list) -> tuple:
+    """Elements of one structure as ``("stacked", template, one array per leaf)`` when
+    their shapes and dtypes agree, else ``("list", [NumPy structure per element])``: for
+    sending to worker processes, one pickle per leaf is far cheaper than one per element."""
+    codec = Codec(elements[0])
+    try:
+        leaves = stack(elements, codec, "")
+    except (ValueError, TypeError, AttributeError):
+        leaves = None
+    if leaves is None or any(a.dtype.hasobject for a in leaves):
+        return "list", [to_arrays(e) for e in elements]
+    return "stacked", codec.template, leaves
+
+
+def decode_chunk(chunk: tuple) -> list:
+    """The elements of :func:`encode_chunk`'s result."""
+    if chunk[0] == "list":
+        return [from_arrays(e) for e in chunk[1]]
+    _, template, data = chunk
+    codec = Codec(template)
+    cols = [list(map(wrap, a)) for a in data]  # rows: views, or NumPy scalars for 1-D leaves
+    if codec.kind == "leaf":
+        return cols[0]
+    if codec.kind == "tuple" and codec.ttype is tuple:
+        return list(zip(*cols))
+    return [codec.pack(list(leaves)) for leaves in zip(*cols)]
+
+
 def row_of(arrays: list, i: int) -> list:
     """Leaves of element ``i`` of a chunk (0-d arrays, never NumPy scalars)."""
     return [wrap(a[i, ...]) for a in arrays]
@@ -217,28 +252,12 @@ def row_of(arrays: list, i: int) -> list:
 # ---- batching ------------------------------------------------------------------------------
 def stack(elements: list, codec: Codec, where: str):
     """Stack equal-structure elements along a new first axis into one batched element."""
-    n = codec.n
-    if codec.kind == "leaf":
-        cols = [elements]
-    elif codec.kind == "tuple":
-        try:
-            lengths = set(map(len, elements))
-        except TypeError:
-            lengths = None
-        if lengths != {n}:
-            _structure_error(elements, where)
-        cols = list(zip(*elements))
-    else:
-        try:
-            cols = list(zip(*[codec.flatten(e) for e in elements]))
-        except (KeyError, TypeError, IndexError):
-            _structure_error(elements, where)
+    try:
+        columns = _leaf_values(elements, codec)
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError):
+        _structure_error(elements, where)
     out = []
-    for c, col in enumerate(cols):
-        try:
-            arrays = [t._v for t in col]
-        except AttributeError:
-            _structure_error(elements, where)
+    for c, arrays in enumerate(columns):
         first = arrays[0]
         try:
             # np.array on a list of equal-shape arrays stacks them, ~4x faster than np.stack
@@ -252,6 +271,24 @@ def stack(elements: list, codec: Codec, where: str):
             _dtype_error(arrays, c, where)
         out.append(stacked)
     return out
+
+
+def _leaf_values(elements: list, codec: Codec) -> list:
+    """Per leaf, the elements' arrays; raises on an element of another structure."""
+    kind = codec.kind
+    if kind == "leaf":
+        return [[t._v for t in elements]]
+    if kind == "tuple":
+        if codec.n == 2:  # (features, label): one pass, ~30% faster than zip and a pass per leaf
+            xs, ys = [], []
+            for a, b in elements:
+                xs.append(a._v)
+                ys.append(b._v)
+            return [xs, ys]
+        if set(map(len, elements)) != {codec.n}:
+            raise ValueError("structure")
+        return [[t._v for t in col] for col in zip(*elements)]
+    return [[t._v for t in col] for col in zip(*[codec.flatten(e) for e in elements])]
 
 
 def _structure_error(elements, where):

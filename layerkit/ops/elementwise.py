@@ -166,6 +166,10 @@ def _operator(op: Op):
     public = {_ADD: add, _SUB: subtract, _MUL: multiply, _DIV: divide}[op]
 
     def method(x, y):
+        if not RECORDERS and type(x) is Tensor and (type(y) is float or type(y) is int):
+            t = _new(Tensor)  # Tensor with a weak Python scalar: one frame, as in _fast2
+            t._v = ufunc(x._v, y)
+            return t
         if not RECORDERS and type(x) is Tensor and type(y) is Tensor:
             xv, yv = x._v, y._v
             try:
@@ -182,6 +186,22 @@ def _operator(op: Op):
         return public(x, y)
 
     method.__name__ = f"__{op.name}__"
+    return method
+
+
+def _reflected_operator(op: Op):
+    """``Tensor.__rop__``: ``2.0 * t`` with one frame when the other side is a scalar."""
+    ufunc = op.forward
+    public = {_ADD: add, _SUB: subtract, _MUL: multiply, _DIV: divide}[op]
+
+    def method(y, x):
+        if not RECORDERS and type(y) is Tensor and (type(x) is float or type(x) is int):
+            t = _new(Tensor)
+            t._v = ufunc(x, y._v)
+            return t
+        return public(x, y)
+
+    method.__name__ = f"__r{op.name}__"
     return method
 
 

@@ -64,6 +64,10 @@ Tensor.__add__ = E._operator(E._ADD)
 Tensor.__sub__ = E._operator(E._SUB)
 Tensor.__mul__ = E._operator(E._MUL)
 Tensor.__truediv__ = E._operator(E._DIV)
+Tensor.__radd__ = E._reflected_operator(E._ADD)
+Tensor.__rsub__ = E._reflected_operator(E._SUB)
+Tensor.__rmul__ = E._reflected_operator(E._MUL)
+Tensor.__rtruediv__ = E._reflected_operator(E._DIV)
 
 Tensor.__neg__ = E.negative
 Tensor.__pos__ = lambda self: self

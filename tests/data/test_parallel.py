@@ -199,6 +199,7 @@ def test_breaking_out_of_a_loop_stops_all_threads(name):
     baseline = threading.active_count()
     ds = _pipelines()[name]()
     for i, _ in enumerate(ds):
+        time.sleep(0.0005)  # a consumer with work of its own: prefetch uses its thread
         if i == 20:
             break
     assert threading.active_count() > baseline or name == "processes"
@@ -257,9 +258,12 @@ def test_prefetch_memory_is_bounded_by_its_buffer():
         time.sleep(0.001)
         return x
     it = iter(Dataset.range(1000).map(count).prefetch(3))
-    next(it)
+    for _ in range(12):  # a busy consumer: prefetch hands the input to its thread
+        next(it)
+        time.sleep(0.002)
+    assert not it._it._inline
     time.sleep(0.2)  # the worker would run ahead if it were not bounded
-    assert len(produced) <= 1 + 3 + 1
+    assert len(produced) - 12 <= 3 + 1
     it.close()
 
 
