@@ -65,6 +65,14 @@ class Variable(Tensor):
     def trainable(self, value: bool) -> None:
         self._trainable = bool(value)
 
+    def numpy(self) -> np.ndarray:
+        """A copy of the current value (optimizers update variables in place, so a
+        returned view would change under the caller, unlike TensorFlow's snapshot)."""
+        return np.array(self._v, copy=True)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.array(self._v, dtype=dtype, copy=True)
+
     def value(self) -> Tensor:
         """A Tensor snapshot of the current value."""
         t = Tensor(self._v.copy())

@@ -180,7 +180,7 @@ class Layer(Tracked):
 
     def get_weights(self) -> list:
         """The values of :attr:`weights` as NumPy arrays (copies)."""
-        return [np.array(v.numpy()) for v in self.weights]
+        return [v.numpy() for v in self.weights]  # Variable.numpy() is a copy
 
     def set_weights(self, weights) -> None:
         """Assign :attr:`weights` from a list of arrays in :meth:`get_weights` order.

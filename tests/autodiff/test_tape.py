@@ -231,3 +231,14 @@ def test_tape_ignores_ops_of_other_threads():
     assert len(tape._nodes) == 1
     assert float(tape.gradient(y, x)) == 3.0
     assert float(done[0]) == 8.0
+
+
+def test_variable_numpy_is_a_snapshot():
+    v = lk.Variable([1.0, 2.0])
+    before = v.numpy()
+    arr = np.asarray(v)
+    opt = lk.optimizers.SGD(0.5)
+    opt.apply_gradients([(lk.constant([1.0, 1.0]), v)])
+    np.testing.assert_array_equal(before, [1.0, 2.0])
+    np.testing.assert_array_equal(arr, [1.0, 2.0])
+    np.testing.assert_array_equal(v.numpy(), [0.5, 1.5])
