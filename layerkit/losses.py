@@ -29,6 +29,7 @@ import numpy as np
 
 from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.op import Op, apply, wrap
+from layerkit._core.serialization import class_for, serialize_object
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
@@ -604,13 +605,10 @@ def get(identifier) -> Loss | None:
 
 def serialize(loss: Loss) -> dict:
     """``{'class_name': ..., 'config': ...}`` for a loss."""
-    return {"class_name": type(loss).__name__, "config": loss.get_config()}
+    return serialize_object(loss)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> Loss:
     """Rebuild a loss from :func:`serialize` output."""
-    table = dict(_CLASSES, **(custom_objects or {}))
-    name = config.get("class_name")
-    if name not in table:
-        raise ValueError(f"unknown loss class {name!r}; expected one of {sorted(table)}")
-    return table[name].from_config(dict(config.get("config", {})))
+    cls = class_for(config, _CLASSES, custom_objects, "loss class")
+    return cls.from_config(dict(config.get("config", {})))

@@ -27,6 +27,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.convert import to_array
 from layerkit._core.op import Op, apply, wrap
+from layerkit._core.serialization import class_for, serialize_object
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.autodiff.nest import flatten, pack_like
@@ -930,13 +931,10 @@ def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
 
 def serialize(metric: Metric) -> dict:
     """``{'class_name': ..., 'config': ...}`` for a metric."""
-    return {"class_name": type(metric).__name__, "config": metric.get_config()}
+    return serialize_object(metric)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> Metric:
     """Rebuild a metric (without state) from :func:`serialize` output."""
-    table = dict(_CLASSES, **(custom_objects or {}))
-    name = config.get("class_name")
-    if name not in table:
-        raise ValueError(f"unknown metric class {name!r}; expected one of {sorted(table)}")
-    return table[name].from_config(dict(config.get("config", {})))
+    cls = class_for(config, _CLASSES, custom_objects, "metric class")
+    return cls.from_config(dict(config.get("config", {})))

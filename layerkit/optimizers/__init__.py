@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from layerkit._core.serialization import serialize_object
 from layerkit.optimizers import schedules
 from layerkit.optimizers.adagrad import Adagrad
 from layerkit.optimizers.adam import Adam, AdamW
@@ -20,7 +21,7 @@ _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagr
 
 def serialize(optimizer: Optimizer) -> dict:
     """``{'class_name': ..., 'config': ...}`` for an optimizer."""
-    return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
+    return serialize_object(optimizer)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:

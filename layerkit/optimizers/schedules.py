@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from layerkit._core.serialization import class_for, serialize_object
 from layerkit._core.tensor import Tensor
 
 __all__ = ["LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay",
@@ -188,7 +189,7 @@ _SCHEDULES = {c.__name__: c for c in (ExponentialDecay, CosineDecay, PiecewiseCo
 
 def serialize(schedule: LearningRateSchedule) -> dict:
     """``{'class_name': ..., 'config': ...}`` for a schedule."""
-    return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
+    return serialize_object(schedule)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> LearningRateSchedule:
@@ -197,11 +198,6 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> LearningRat
     Raises:
         ValueError: the class name is unknown.
     """
-    table = dict(_SCHEDULES, **(custom_objects or {}))
-    name = config.get("class_name")
-    if name not in table:
-        raise ValueError(
-            f"unknown learning-rate schedule {name!r}; expected one of {sorted(table)} "
-            f"(pass custom_objects for your own)"
-        )
-    return table[name].from_config(dict(config.get("config", {})))
+    cls = class_for(config, _SCHEDULES, custom_objects, "learning-rate schedule",
+                    " (pass custom_objects for your own)")
+    return cls.from_config(dict(config.get("config", {})))
