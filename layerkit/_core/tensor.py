@@ -61,10 +61,10 @@ class Tensor:
         return int(np.size(self._v))
 
     def __len__(self) -> int:
-        s = self.shape
-        if not s:
-            raise TypeError(f"len() of a 0-d tensor is undefined (shape {s})")
-        return s[0]
+        try:  # the array's own len(): no shape tuple on the per-batch data path
+            return len(self._v)
+        except TypeError:
+            raise TypeError("len() of a 0-d tensor is undefined (shape ())") from None
 
     def _scalar(self, kind: str):
         if self.size != 1:

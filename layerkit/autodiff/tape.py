@@ -6,6 +6,7 @@ import threading
 import numpy as np
 
 from layerkit._core import context
+from layerkit._core.context import RECORDERS
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
@@ -16,14 +17,22 @@ from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.ops.creation import zeros_like
 
 _SCALAR_ONES: dict = {}
+_NEEDS_ONE = (True,)
+_NEEDS_NONE2 = (False, False)
+_new = object.__new__
+_get_ident = threading.get_ident
 
 
 def _ones(t: Tensor) -> np.ndarray:
     """The default seed: ones like ``t``; a shared read-only 0-d array for scalars (the
     common loss case; np.ones costs ~1 us of Python per call)."""
-    dtype = t.dtype
-    if t.shape:
-        return np.ones(t.shape, dtype)
+    v = t._v
+    try:  # arrays, NumPy scalars and traced values all have both
+        dtype, shape = v.dtype, v.shape
+    except AttributeError:  # a Python scalar
+        dtype, shape = t.dtype, t.shape
+    if shape:
+        return np.ones(shape, dtype)
     one = _SCALAR_ONES.get(dtype)
     if one is None:
         one = np.ones((), dtype)
@@ -61,15 +70,23 @@ class GradientTape:
         Tensor(6.0, shape=(), dtype=float32)
     """
 
+    # Defaults shared by every tape until it sets its own (a tape is made per step).
+    _recording = False
+    _used = False
+    # Set when a tensor is watched after ops were recorded: the needs recorded with
+    # those ops may then be stale (see gradient()).
+    _late_watch = False
+    _thread = None  # the thread whose ops this tape records
+
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = persistent
         self._watch_vars = watch_accessed_variables
         self._watched: dict[int, Tensor] = {}
         self._variables: dict[int, Variable] = {}
+        # Tensors watched directly (watch() or a Variable read), as opposed to results of
+        # recorded ops.
+        self._roots: dict[int, Tensor] = {}
         self._nodes: list = []
-        self._recording = False
-        self._used = False
-        self._thread = None  # the thread whose ops this tape records
 
     # ---- context management --------------------------------------------------------
     def __enter__(self) -> GradientTape:
@@ -80,31 +97,43 @@ class GradientTape:
         # tape records only the ops of the thread that entered it, so a prefetch or map
         # worker running while the tape is open never lands on it.
         self._thread = threading.get_ident()
-        context.push(self)
+        RECORDERS.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
         self._recording = False
-        context.pop(self)
+        if RECORDERS and RECORDERS[-1] is self:
+            RECORDERS.pop()
+        else:
+            context.pop(self)
 
     # ---- recorder protocol (called by the eager dispatcher) --------------------------
     def read_variable(self, var: Variable) -> None:
-        if (self._watch_vars and var._trainable and id(var) not in self._watched
-                and threading.get_ident() == self._thread):
+        if (id(var) not in self._watched and self._watch_vars and var._trainable
+                and _get_ident() == self._thread):
             self._watch_one(var)
 
     def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
         if op.vjp is None:
             return
         w = self._watched
-        for t in ins:
-            if id(t) in w:
-                break
+        # Which inputs are watched now: the node's "needs" (see backward()).
+        n = len(ins)
+        if n == 1:
+            if id(ins[0]) not in w:
+                return
+            needs = _NEEDS_ONE
+        elif n == 2:
+            needs = (id(ins[0]) in w, id(ins[1]) in w)
+            if needs == _NEEDS_NONE2:
+                return
         else:
+            needs = tuple([id(t) in w for t in ins])
+            if True not in needs:
+                return
+        if _get_ident() != self._thread:
             return
-        if threading.get_ident() != self._thread:
-            return
-        self._nodes.append((op, ins, outs, attrs))
+        self._nodes.append((op, ins, outs, attrs, needs))
         for o in outs:
             if o._v.dtype.kind in "fc":  # integer/bool results carry no gradient
                 w[id(o)] = o
@@ -113,7 +142,10 @@ class GradientTape:
     def _watch_one(self, t: Tensor) -> None:
         if not _is_float(t):
             return  # integer and bool tensors get no gradient (TF warns and skips)
-        self._watched[id(t)] = t
+        key = id(t)
+        if key not in self._watched:
+            self._watched[key] = t
+            self._roots[key] = t
         if isinstance(t, Variable):
             self._variables[id(t)] = t
 
@@ -125,6 +157,9 @@ class GradientTape:
                     f"GradientTape.watch expects Tensors or Variables, received "
                     f"{type(t).__name__}"
                 )
+            if self._nodes and id(t) not in self._watched:
+                # It may already be an input of a recorded op, whose needs say "no".
+                self._late_watch = True
             self._watch_one(t)
 
     def watched_variables(self) -> tuple:
@@ -141,6 +176,8 @@ class GradientTape:
         """Clear everything recorded (and watched) so far."""
         self._watched.clear()
         self._variables.clear()
+        self._roots.clear()
+        self._late_watch = False
         self._nodes = []
 
     def gradient(self, target, sources, output_gradients=None,
@@ -173,17 +210,29 @@ class GradientTape:
         self._used = True
         single = isinstance(sources, Tensor)
         flat_sources = [sources] if single else flatten(sources)
+        watched = self._watched
+        srcs = []
         for s in flat_sources:
             if not isinstance(s, Tensor):
                 raise TypeError(
                     f"GradientTape.gradient: sources must be Tensors or Variables, received "
                     f"{type(s).__name__}"
                 )
-        targets = [target] if isinstance(target, Tensor) else [
-            convert_to_tensor(t) for t in flatten(target)]
-        if output_gradients is None:
-            seeds = [wrap(_ones(t)) for t in targets]
+            # Only watched float tensors receive gradients (TF: an unwatched source is
+            # unconnected even if it took part in a recorded op).
+            if id(s) in watched:
+                srcs.append(s)
+        if isinstance(target, Tensor):
+            targets = [target]
+            if output_gradients is None:
+                seed = _new(Tensor)
+                seed._v = _ones(target)
+                seeds = [seed]
         else:
+            targets = [convert_to_tensor(t) for t in flatten(target)]
+            if output_gradients is None:
+                seeds = [wrap(_ones(t)) for t in targets]
+        if output_gradients is not None:
             seeds = [convert_to_tensor(g) for g in flatten(output_gradients)]
             if len(seeds) != len(targets):
                 raise ValueError(
@@ -195,33 +244,46 @@ class GradientTape:
                     raise ValueError(
                         f"output_gradients: shape {s.shape} does not match target shape {t.shape}"
                     )
-        # Only watched float tensors receive gradients (TF: an unwatched source is
-        # unconnected even if it took part in a recorded op).
-        usable = [s if id(s) in self._watched else None for s in flat_sources]
-        srcs = [s for s in usable if s is not None]
-        nodes = list(self._nodes)
+        # The needs recorded with each op (which inputs were watched then) are exactly
+        # the ones a sweep from the sources would find when every directly watched tensor
+        # is a source and none was watched after being used; otherwise backward() sweeps.
+        roots = self._roots
+        swept = not self._late_watch and len(roots) <= len(srcs)
+        if swept:
+            src_ids = {id(s) for s in srcs} if len(srcs) > 1 else (id(srcs[0]),) if srcs else ()
+            for key in roots:
+                if key not in src_ids:
+                    swept = False
+                    break
         if self._persistent:
-            grads = backward(nodes, targets, seeds, srcs)
+            grads = backward(list(self._nodes), targets, seeds, srcs, swept)
         else:
             # A non-persistent tape does not record its own backward pass; outer tapes do.
-            recording = self._recording
-            if recording:
-                context.pop(self)
-            try:
-                grads = backward(nodes, targets, seeds, srcs)
-            finally:
-                if recording:
-                    context.push(self)
+            nodes = self._nodes
             self._nodes = []
             self._watched = {}
+            if not self._recording:
+                grads = backward(nodes, targets, seeds, srcs, swept)
+            else:  # gradient() inside the tape's own block
+                context.pop(self)
+                try:
+                    grads = backward(nodes, targets, seeds, srcs, swept)
+                finally:
+                    context.push(self)
+        if single:
+            g = grads[0] if srcs else None
+            if g is None and unconnected_gradients == "zero":
+                g = zeros_like(sources) if _is_float(sources) else zeros_like(
+                    sources, dtype=np.float32)
+            return g
         it = iter(grads)
         out = []
-        for s, u in zip(flat_sources, usable):
-            g = next(it) if u is not None else None
+        for s in flat_sources:
+            g = next(it) if id(s) in watched else None
             if g is None and unconnected_gradients == "zero":
                 g = zeros_like(s) if _is_float(s) else zeros_like(s, dtype=np.float32)
             out.append(g)
-        return out[0] if single else pack_like(sources, out)
+        return pack_like(sources, out)
 
     def jacobian(self, target, source, unconnected_gradients: str = "none"):
         """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``."""

@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 from layerkit._core.convert import as_dtype, to_array
-from layerkit._core.op import RECORDERS, Op, apply, record_binary, wrap
+from layerkit._core.op import _NO_ATTRS, RECORDERS, Op, _apply_recording, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import creation as _creation
@@ -211,6 +211,8 @@ def _fast1(op: Op, x) -> Tensor:
         t = _new(Tensor)
         t._v = op.forward(x._v)
         return t
+    if RECORDERS and type(x) is Tensor:
+        return _apply_recording(op, (x,), _NO_ATTRS)
     return apply(op, x)
 
 
@@ -414,13 +416,20 @@ _COS = unary("cos", np.cos, lambda g, ins, y, needs: (negative(multiply(g, sin(i
              "cos({0})")
 _TAN = unary("tan", np.tan, lambda g, ins, y, needs: (multiply(g, add(1, square(y))),),
              "tan({0})")
+def _same_shape(t: np.ndarray, g) -> bool:
+    return t.shape == (g.shape if type(g) is np.ndarray else np.shape(g))
+
+
 def _tanh_grad_fwd(y, g):
     # g * (1 - y*y) with one temporary: one record instead of three eager ops.
-    t = np.multiply(y, y)
+    t = y * y
     if type(t) is not np.ndarray:  # 0-d inputs give NumPy scalars (no out=)
         return g * (1 - t)
-    np.subtract(1, t, out=t)
-    return np.multiply(t, g, out=t) if t.shape == np.shape(g) else t * g
+    np.subtract(1, t, t)
+    if type(g) is np.ndarray and g.shape == t.shape:
+        t *= g
+        return t
+    return t * g
 
 
 def _sigmoid_grad_fwd(y, g):
@@ -429,7 +438,21 @@ def _sigmoid_grad_fwd(y, g):
     if type(t) is not np.ndarray:
         return g * y * t
     np.multiply(t, y, out=t)
-    return np.multiply(t, g, out=t) if t.shape == np.shape(g) else t * g
+    return np.multiply(t, g, out=t) if _same_shape(t, g) else t * g
+
+
+def _act_grad_rule(grad_op: Op):
+    """The rule of tanh/sigmoid: ``grad_op(y, g)``, itself a differentiable record.
+    With no recorder active (a first-order backward) its forward runs directly."""
+    fwd = grad_op.forward
+
+    def rule(g, ins, y, needs):
+        if not RECORDERS and type(g) is Tensor:
+            t = _new(Tensor)
+            t._v = fwd(y._v, g._v)
+            return (t,)
+        return (apply(grad_op, y, g),)
+    return rule
 
 
 # The gradients of tanh and sigmoid are records of their own (tanh_grad(y, g),
@@ -445,9 +468,8 @@ _SIGMOID_GRAD = Op("sigmoid_grad", _sigmoid_grad_fwd,
                        if needs[0] else None,
                        apply(_SIGMOID_GRAD, ins[0], up) if needs[1] else None),
                    "({1} * {0} * (1 - {0}))")
-_TANH = unary("tanh", np.tanh, lambda g, ins, y, needs: (apply(_TANH_GRAD, y, g),), "tanh({0})")
-_SIGMOID = unary("sigmoid", _sigmoid_forward,
-                 lambda g, ins, y, needs: (apply(_SIGMOID_GRAD, y, g),),
+_TANH = unary("tanh", np.tanh, _act_grad_rule(_TANH_GRAD), "tanh({0})")
+_SIGMOID = unary("sigmoid", _sigmoid_forward, _act_grad_rule(_SIGMOID_GRAD),
                  "(1 / (1 + exp(-{0})))")
 
 

@@ -23,6 +23,9 @@ from layerkit.ops import reduce as _reduce
 __all__ = ["matmul", "tensordot", "einsum", "norm"]
 
 
+_new = object.__new__
+
+
 def _shape_of(x) -> tuple:
     return x._v.shape if isinstance(x, Tensor) else np.shape(x)
 
@@ -48,6 +51,19 @@ def _matmul_fwd(a, b, transpose_a, transpose_b):
 def _matmul_vjp(g, ins, y, needs, transpose_a, transpose_b):
     # Rules call the record directly: operands are rank >= 2 here (vectors were lifted).
     a, b = ins
+    if not RECORDERS and not transpose_a and not transpose_b:
+        # First-order backward of a plain 2-D product (the Dense case): NumPy directly;
+        # no broadcast batch axes to sum back, so the shapes already match.
+        av, bv, gv = a._v, b._v, g._v
+        if av.ndim == 2 and bv.ndim == 2 and type(gv) is np.ndarray:
+            ga = gb = None
+            if needs[0]:
+                ga = _new(Tensor)
+                ga._v = gv @ bv.T
+            if needs[1]:
+                gb = _new(Tensor)
+                gb._v = av.T @ gv
+            return ga, gb
     ga = gb = None
     # For C = op(A) @ op(B): dA = g @ op(B)^T (transposed back if transpose_a), etc.
     if needs[0]:

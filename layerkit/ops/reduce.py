@@ -114,6 +114,7 @@ def _sum_fwd(x, axis, keepdims):
 
 
 _NUMPY = (np.ndarray, np.generic)
+_new = object.__new__
 
 
 def _spread(gv, x: Tensor, axis, keepdims) -> Tensor:
@@ -127,6 +128,10 @@ def _spread(gv, x: Tensor, axis, keepdims) -> Tensor:
 def _sum_vjp(g, ins, y, needs, axis, keepdims):
     x = ins[0]
     if not RECORDERS and isinstance(g._v, _NUMPY):
+        if axis is None:  # the loss case: spread the scalar, no reshape
+            t = _new(Tensor)
+            t._v = _array._broadcast_to_fwd(g._v, x._v.shape)
+            return (t,)
         return (_spread(g._v, x, axis, keepdims),)
     return (apply(_array._BROADCAST_TO, _expand(g, x, axis, keepdims), shape=x.shape),)
 
@@ -145,6 +150,8 @@ def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
     Raises:
         ValueError: an axis is out of range or repeated (names the axis and rank).
     """
+    if axis is None:  # the loss case: skip the axis normalisation
+        return apply(_SUM, x, axis=None, keepdims=keepdims is True or bool(keepdims))
     return apply(_SUM, x, axis=_norm_axis(axis, _ndim(x), "reduce_sum"), keepdims=bool(keepdims))
 
 
