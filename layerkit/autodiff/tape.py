@@ -109,9 +109,11 @@ class GradientTape:
 
     # ---- recorder protocol (called by the eager dispatcher) --------------------------
     def read_variable(self, var: Variable) -> None:
-        if (id(var) not in self._watched and self._watch_vars and var._trainable
-                and _get_ident() == self._thread):
-            self._watch_one(var)
+        key = id(var)
+        if (key not in self._watched and self._watch_vars and var._trainable
+                and _get_ident() == self._thread and var._v.dtype.kind in "fc"):
+            # _watch_one inlined: once per variable per step. A Variable holds an array.
+            self._watched[key] = self._roots[key] = self._variables[key] = var
 
     def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
         if op.vjp is None:

@@ -80,7 +80,7 @@ def _init_whitelist() -> None:
         "layerkit._core.tensor": ["Tensor.shape", "Tensor.dtype", "Tensor.size", "Tensor.ndim",
                                   "Tensor.__len__"],
         "layerkit.autodiff.tape": ["_is_float", "_ones", "GradientTape.record",
-                                   "GradientTape._watch_one"],
+                                   "GradientTape._watch_one", "GradientTape.read_variable"],
         "layerkit.autodiff.backprop": ["backward", "_sweep", "_checked"],
         "layerkit.ops.elementwise": ["_py", "_broadcast_error", "clip_by_value"],
         "layerkit.ops.array": ["_shape_of"],
