@@ -8,6 +8,7 @@ only reads its ``_node``).
 from __future__ import annotations
 
 import glob as _glob
+import itertools
 import os
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,15 @@ from layerkit.data.batch import BatchNode, PaddedBatchNode, UnbatchNode
 from layerkit.data.cache import CacheNode
 from layerkit.data.interleave import InterleaveNode
 from layerkit.data.map import FilterNode, MapNode
-from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN, IterationContext, Node, as_node
+from layerkit.data.node import (
+    AUTOTUNE,
+    INFINITE,
+    UNKNOWN,
+    IterationContext,
+    Node,
+    as_node,
+    fast_sources,
+)
 from layerkit.data.prefetch import PrefetchNode
 from layerkit.data.shuffle import ShuffleNode
 from layerkit.data.simple import (
@@ -37,7 +46,7 @@ from layerkit.data.text import TextLineNode, filename_list
 STATE_FORMAT = "layerkit.data.Iterator/1"
 
 
-class Iterator:
+class Iterator(itertools.chain):
     """An iterator over one pass of a :class:`Dataset` (what ``iter(dataset)`` returns).
 
     Besides ``next()``, it can be saved and restored mid-pass: ``get_state()`` returns
@@ -48,22 +57,23 @@ class Iterator:
     dropping the iterator) stops its background threads.
     """
 
-    __slots__ = ("_it", "_next", "_dataset", "__weakref__")
+    # ``next()`` stays in C: the chain runs the top stage's ``fast_iter()`` (a generator
+    # for the fused batch-first loop, else the stage itself), and a new one when it
+    # stopped early (after an error, or a state change closed it); see ``fast_sources``.
+    __slots__ = ("_it", "_dataset", "_ended", "__weakref__")
 
-    def __init__(self, dataset: Dataset) -> None:
+    def __new__(cls, dataset: Dataset) -> Iterator:
+        it = dataset._node.make_iterator(IterationContext())
+        ended = [False]
+        self = cls.from_iterable(fast_sources(it, ended))
+        self._it = it
         self._dataset = dataset
-        self._it = dataset._node.make_iterator(IterationContext())
-        self._next = self._it.__next__
-
-    def __iter__(self) -> Iterator:
+        self._ended = ended
         return self
-
-    def __next__(self):
-        return self._next()
 
     def get_next(self):
         """The next element (``StopIteration`` at the end), as ``tf.data``'s iterator."""
-        return self._next()
+        return next(self)
 
     @property
     def element_spec(self):
@@ -88,6 +98,10 @@ class Iterator:
             raise ValueError(f"Iterator.set_state: the state was saved from the pipeline "
                              f"{state.get('pipeline')} but this iterator runs {mine}")
         self._it.set_state(state["state"])
+        if self._ended[0]:
+            # The chain has seen the end and stays there: go on through the stage's
+            # __next__ (same layout, so the class can change in place).
+            self.__class__ = _RestoredIterator
 
     def close(self) -> None:
         """Stop background threads/processes and release files. Idempotent."""
@@ -98,6 +112,15 @@ class Iterator:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _RestoredIterator(Iterator):
+    """An Iterator given a state after it had reached the end: Python-level ``next()``."""
+
+    __slots__ = ()
+
+    def __next__(self):
+        return self._it.__next__()
 
 
 def _pipeline_names(node: Node) -> list:

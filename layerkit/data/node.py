@@ -18,6 +18,10 @@ Iterator contract:
   is what ``batch`` calls. An exception raised while the list is gathered propagates,
   and the elements gathered before it in that call are lost, as with ``__next__``
   calls in a loop; the elements after it are not.
+- ``fast_iter()`` returns an iterator over the same next elements that shares the
+  stage's state (``self`` by default; serial ``map`` over ``batch`` over tensor slices
+  returns a generator that fuses the three). The public Iterator runs it for the top
+  stage from C, and a new one when ``fast_resumable()`` says the last one stopped early.
 - Optional chunk protocol, used by ``batch`` to avoid splitting and re-stacking rows:
   ``supports_chunks()`` and ``next_chunk(n)``, which returns a flat list of NumPy arrays
   (leaves in ``codec`` order) holding the next 1..n elements stacked along a new first
@@ -165,6 +169,15 @@ class NodeIterator:
     def next_list(self, n: int) -> list:
         return list(itertools.islice(self, n))
 
+    def fast_iter(self):
+        """An iterator giving this stage's next elements at less cost, sharing its state
+        (``Dataset.__iter__`` runs it for the top stage), or ``self``."""
+        return self
+
+    def fast_resumable(self) -> bool:
+        """Whether a new ``fast_iter()`` continues after the last one stopped."""
+        return False
+
     def supports_chunks(self) -> bool:
         return False
 
@@ -233,6 +246,16 @@ def annotate(err: BaseException, note: str) -> BaseException:
 def fn_name(fn) -> str:
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     return name or type(fn).__name__
+
+
+def fast_sources(it: NodeIterator, ended: list):
+    """What a chain over ``it``'s elements runs: ``it.fast_iter()``, and a new one while
+    the last one stopped early; ``ended[0]`` is set when the chain has seen the end."""
+    while True:
+        yield it.fast_iter()
+        if not it.fast_resumable():
+            ended[0] = True
+            return
 
 
 def pull_rows(it: NodeIterator, want: int):

@@ -12,12 +12,13 @@ with timing), and a fast pipeline never starts a thread at all.
 """
 from __future__ import annotations
 
+import itertools
 import weakref
 from time import perf_counter
 
 from layerkit.data import parallel as _par
 from layerkit.data import structure as _st
-from layerkit.data.node import AUTOTUNE, Node, NodeIterator
+from layerkit.data.node import AUTOTUNE, Node, NodeIterator, fast_sources
 
 
 class PrefetchNode(Node):
@@ -64,7 +65,7 @@ def _stop(pool, up) -> None:
 class PrefetchIterator(NodeIterator):
     __slots__ = ("_up", "_upnext", "_pool", "_window", "_ended", "_finalizer", "_cost", "_gap",
                  "_calls", "_mark", "_mark_call", "_inline", "_draining", "_returned",
-                 "__weakref__")
+                 "_fast_stop", "__weakref__")
     kind = "prefetch"
 
     def __init__(self, up: NodeIterator, buffer_size: int) -> None:
@@ -82,6 +83,7 @@ class PrefetchIterator(NodeIterator):
         self._mark = None  # when the last timed inline call returned, and its count
         self._mark_call = 0
         self._returned = None  # threaded mode: when the last element was handed out
+        self._fast_stop = True
 
     def __next__(self):
         if self._inline:
@@ -93,9 +95,33 @@ class PrefetchIterator(NodeIterator):
         return self._threaded()
 
     # ---- inline -------------------------------------------------------------------------
-    def _timed_inline(self, n: int):
+    def fast_iter(self):
+        """Inline: a generator doing what __next__ does, pulling from the input's own
+        fast_iter() (the fused batch-first loop, say) through a C-level chain."""
+        if not self._inline or self._draining:
+            self._fast_stop = True
+            return self
+        self._fast_stop = False
+        up = itertools.chain.from_iterable(fast_sources(self._up, [False]))
+        return self._inline_loop(up.__next__)
+
+    def fast_resumable(self) -> bool:
+        return not self._fast_stop
+
+    def _inline_loop(self, pull):
+        while self._inline:  # once threaded, the chain comes back to __next__
+            n = self._calls + 1
+            self._calls = n
+            try:
+                value = pull() if n & _EVERY and n > _WARMUP else self._timed_inline(n, pull)
+            except StopIteration:
+                self._fast_stop = True
+                return
+            yield value
+
+    def _timed_inline(self, n: int, pull=None):
         t0 = perf_counter()
-        value = self._upnext()  # StopIteration passes through: the input stays exhausted
+        value = (pull or self._upnext)()  # StopIteration passes through: the input stays exhausted
         t1 = perf_counter()
         cost = t1 - t0
         if self._mark is None:

@@ -2,8 +2,10 @@
 elements, same errors, same random streams and states as one ``__next__`` at a time."""
 from __future__ import annotations
 
+import inspect
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ import layerkit as lk
 import layerkit.data as lkd
 from layerkit.data import Dataset
 
-from .data_test_util import plain, roundtrip, values, wait_for_threads
+from .data_test_util import assert_save_restore, plain, roundtrip, values, wait_for_threads
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -163,6 +165,15 @@ def test_element_rng_still_works_after_a_map_runs_inside_a_map():
         lkd.element_rng()
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_element_rng_in_a_stage_before_a_map_is_not_the_maps(batched):
+    # The map's frame is on the stack while it pulls its input; a filter predicate that
+    # runs then is not inside the map's function.
+    ds = Dataset.range(6).filter(lambda x: lkd.element_rng() is not None).map(_noise, seed=1)
+    with pytest.raises(RuntimeError, match="inside a function"):
+        list(ds.batch(2) if batched else ds)
+
+
 # ---- prefetch: inline first, threaded when both sides are slow -------------------------------
 def _slow_id(x):
     time.sleep(0.0003)
@@ -259,4 +270,120 @@ def test_parallel_map_bounds_the_elements_in_flight():
         next(it)
     time.sleep(0.3)  # the workers would run ahead if the window did not bound them
     assert len(produced) - 300 <= IN_FLIGHT + IN_FLIGHT // 8
+    it.close()
+
+
+# ---- fused batch-first loop: from_tensor_slices((x, y)).batch(k).map(fn) ---------------------
+def _stepwise(build) -> list:
+    """The elements through the stages' own __next__ (the general path, never fused)."""
+    it = iter(build())._it
+    out = []
+    while True:
+        try:
+            out.append(plain(it.__next__()))
+        except StopIteration:
+            return out
+
+
+def _pair_noise(x, y):
+    return x * 2 + int(lkd.element_rng().integers(0, 1000)), y
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: (x * 2 + 1, y),
+    lambda x, y: (np.asarray(x) * 2, int(np.asarray(y).sum())),  # outputs to convert
+    lambda x, y: x - 1,  # one Tensor
+    lambda x, y: (x, y, x),  # three leaves
+    lambda x, y: (x, y),  # the inputs themselves: nothing to recycle
+])
+@pytest.mark.parametrize("drop", [False, True])
+def test_fused_batch_map_equals_the_general_path(fn, drop):
+    build = lambda: Dataset.from_tensor_slices((X, Y)).batch(3, drop).map(fn)  # noqa: E731
+    got = values(build())
+    assert got == _stepwise(build)
+    assert len(got) == (6 if drop else 7)
+
+
+def test_fused_batch_map_element_rng_and_state():
+    build = lambda: Dataset.from_tensor_slices((X, Y)).batch(3).map(_pair_noise, seed=4)  # noqa: E731
+    assert values(build()) == _stepwise(build)
+    assert_save_restore(build)
+
+
+def test_fused_batch_map_recycles_only_tensors_no_one_references():
+    kept, weak = [], []
+
+    def f(x, y):
+        for r, first in weak:  # a weak reference forbids reusing x's Tensor
+            assert r() is None or float(np.asarray(r())[0, 0]) == first
+        weak.append((weakref.ref(x), float(np.asarray(x)[0, 0])))
+        return x * 1, y
+    batches = list(Dataset.from_tensor_slices((X, Y)).batch(3).map(f))  # keeps every y
+    assert len(weak) == 7
+    for i, (_xb, yb) in enumerate(batches):
+        assert np.asarray(yb).tolist() == Y[3 * i:3 * i + 3].tolist()
+
+    def g(x, y):
+        kept.append(x)  # a strong reference: the same
+        return x + 0, y
+    for _ in Dataset.from_tensor_slices((X, Y)).batch(4).map(g):
+        pass
+    assert [np.asarray(t).tolist() for t in kept] == [X[i:i + 4].tolist() for i in range(0, 20, 4)]
+
+
+def _fails_at_6(x, y):
+    if int(np.asarray(y)[0]) == 6:
+        raise KeyError("batch at 6")
+    return x, y
+
+
+@pytest.mark.parametrize("build", [
+    lambda: Dataset.from_tensor_slices((X, Y)).batch(3).map(_fails_at_6),
+    lambda: Dataset.from_tensor_slices((X, Y)).batch(3).map(_fails_at_6).prefetch(2),
+])
+def test_fused_batch_map_error_then_the_next_batch_and_a_resumable_state(build):
+    it = iter(build())
+    assert [np.asarray(next(it)[1]).tolist() for _ in range(2)] == [[0, 1, 2], [3, 4, 5]]
+    with pytest.raises(KeyError, match="batch at 6") as info:
+        next(it)
+    assert any("input element 2" in n and "Dataset.map" in n for n in info.value.__notes__)
+    state = roundtrip(it.get_state())
+    rest = [np.asarray(b[1]).tolist() for b in it]
+    assert rest == [[9, 10, 11], [12, 13, 14], [15, 16, 17], [18, 19]]
+    it2 = iter(build())
+    it2.set_state(state)
+    assert [np.asarray(b[1]).tolist() for b in it2] == rest
+
+
+@pytest.mark.parametrize("build", [
+    lambda: Dataset.from_tensor_slices((X, Y)).batch(3).map(lambda x, y: (x + 1, y)),  # fused
+    lambda: Dataset.range(10).map(lambda v: v * 2),  # the stage's own __next__
+])
+def test_an_iterator_at_its_end_can_be_given_an_earlier_state(build):
+    it = iter(build())
+    next(it)
+    state = it.get_state()
+    tail = [plain(e) for e in it]
+    assert next(it, None) is None
+    it.set_state(state)
+    assert [plain(e) for e in it] == tail
+    assert next(it, None) is None
+
+
+def test_state_taken_mid_pass_then_the_fused_loop_goes_on():
+    ds = Dataset.from_tensor_slices((X, Y)).batch(2).map(lambda x, y: (x, y))
+    it = iter(ds)
+    ys = [np.asarray(next(it)[1]).tolist() for _ in range(3)]
+    it.get_state()  # reads positions from the running loop; changes nothing
+    ys += [np.asarray(b[1]).tolist() for b in it]
+    assert ys == [[i, i + 1] for i in range(0, 20, 2)]
+
+
+def test_fused_batch_map_under_an_inline_prefetch():
+    build = lambda: (Dataset.from_tensor_slices((X, Y)).batch(3)  # noqa: E731
+                     .map(_pair_noise, seed=5).prefetch(2))
+    assert values(build()) == _stepwise(build)
+    assert_save_restore(build)
+    it = iter(build())
+    assert inspect.isgenerator(it._it.fast_iter())  # inline: the prefetch runs as a generator
     it.close()
