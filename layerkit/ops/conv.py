@@ -21,19 +21,31 @@ Speed notes (measured on the 2-core box; see benchmarks/bench_conv.py):
   transpose without a copy (5x faster patches for 28x28x1).
 - ``conv2d_backprop_filter`` is one GEMM ``patches^T @ g``. ``conv2d_backprop_input``
   with stride 1 and >= 32 input channels is a forward convolution of the re-padded
-  ``g`` with the flipped kernel, one GEMM per kernel row over column-only patches
-  (``_conv_s1``); otherwise one GEMM ``g @ w^T`` followed by a col2im scatter-add that
-  loops over the KH*KW kernel offsets only (never pixels or images).
+  ``g`` with the flipped kernel: one GEMM of column-only patches by all kernel rows at
+  once, then KH-1 shifted adds (``_conv_s1``); otherwise one GEMM ``g @ w^T`` followed
+  by a col2im scatter-add that loops over the KH*KW kernel offsets only (never pixels
+  or images).
 - Conv2D layers call ``fused_conv2d`` (conv + bias + ReLU in one record that keeps its
-  patch matrix for the filter gradient; see that section).
+  patch matrix for the filter gradient; with a bias the patches carry a ones column, so
+  the bias is part of the GEMM; see that section).
+- Padded copies that only feed an im2col live in a reused per-thread scratch buffer
+  (``_pad_scratch``: its zero border is written once).
 - Pools loop over kernel offsets with whole-array ufuncs (no window reductions on
   strided views, which NumPy runs 2-3x slower).
+- Splitting the memory-bound NumPy work around the GEMMs (patch copies, ReLU, pools)
+  over two threads by batch halves did not pay in the CNN step with 2 BLAS threads:
+  best step 26.3 ms vs 25.6 without, and far slower medians while other processes
+  used the cores (OpenBLAS's idle workers spin after each GEMM).
+- Inside ``lk.function`` graphs, a ReLU followed by a max-pool gets its mask applied to
+  the pooled gradient instead (a graph rewrite in autodiff/function/passes.py).
 
 Attributes of the records are plain tuples: ``strides=(sh, sw)``,
 ``pads=((top, bottom), (left, right))`` (SAME already resolved), ``dilations=(dh, dw)``.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -75,6 +87,36 @@ def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
     return out
 
 
+_SCRATCH = threading.local()
+_SCRATCH_ENTRIES = 8  # per thread; one CNN step uses 2-3
+
+
+def _pad_scratch(x: np.ndarray, pads) -> np.ndarray:
+    """Zero-padded ``x`` in a per-thread buffer that is reused by later calls.
+
+    Only the interior is written: the zero border stays from the buffer's first use,
+    which saves the zero fill of a fresh padded copy (a 4 MB memset for the 64x16x16x64
+    float32 gradient of the issue-3 CNN). The result is overwritten by the next call
+    with the same shape, so it must only feed a copy (an im2col) and never escape.
+    """
+    (pt, pb), (pl, pr) = pads
+    if not (pt or pb or pl or pr):
+        return x
+    n, h, w, c = x.shape
+    key = (x.shape, x.dtype.str, pads)
+    cache = getattr(_SCRATCH, "bufs", None)
+    if cache is None:
+        cache = _SCRATCH.bufs = OrderedDict()
+    buf = cache.pop(key, None)
+    if buf is None:
+        buf = np.zeros((n, h + pt + pb, w + pl + pr, c), x.dtype)
+        if len(cache) >= _SCRATCH_ENTRIES:
+            cache.popitem(last=False)
+    cache[key] = buf
+    buf[:, pt:pt + h, pl:pl + w] = x
+    return buf
+
+
 def _crop(xp: np.ndarray, pads, h: int, w: int) -> np.ndarray:
     (pt, _), (pl, _) = pads
     if xp.shape[1] == h and xp.shape[2] == w:
@@ -96,38 +138,57 @@ def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides, dilati
                       (sn, sy * sh, sx * sw, sy * dh, sx * dw, sc), writeable=False)
 
 
-def _im2col(x: np.ndarray, kh: int, kw: int, strides, pads, dilations) -> np.ndarray:
-    """The (N*OH*OW, KH*KW*C) patch matrix of ``x`` (possibly a transposed view)."""
+def _im2col(x: np.ndarray, kh: int, kw: int, strides, pads, dilations,
+            ones: bool = False) -> np.ndarray:
+    """The (N*OH*OW, KH*KW*C) patch matrix of ``x`` (possibly a transposed view).
+
+    With ``ones`` (and a kernel larger than 1x1 or any padding or stride) the matrix
+    gets a last column of ones, (M, KH*KW*C + 1), so that a bias rides along as the
+    GEMM's last kernel row; callers check the width.
+    """
     n, h, w, c = x.shape
     (pt, pb), (pl, pr) = pads
     oh = _out_len(h, kh, strides[0], dilations[0], pt, pb)
     ow = _out_len(w, kw, strides[1], dilations[1], pl, pr)
     if kh == kw == 1 and strides == _ONES and pads == _NO_PAD:
         return x.reshape(n * h * w, c)
-    xp = _pad(x, pads)
+    xp = _pad_scratch(x, pads)
     if c <= _FEW_CHANNELS:
         # Few channels (images, grayscale): the window copy would move KW*C elements
         # at a time; instead copy each kernel offset's whole plane into the transposed
         # patch matrix (KH*KW*C, M) and hand BLAS its transpose. For 28x28x1 inputs:
         # 0.15 ms instead of 0.76 ms.
-        cols_t = np.empty((kh * kw, c, n, oh, ow), dtype=x.dtype)
+        k, m = kh * kw * c, n * oh * ow
+        cols_t = np.empty((k + ones, m), dtype=x.dtype)
+        planes = cols_t[:k].reshape(kh * kw, c, n, oh, ow)
         for i in range(kh):
             for j in range(kw):
-                cols_t[i * kw + j] = _tap(xp, i, j, strides, dilations, oh, ow).transpose(
+                planes[i * kw + j] = _tap(xp, i, j, strides, dilations, oh, ow).transpose(
                     3, 0, 1, 2)
-        return cols_t.reshape(kh * kw * c, n * oh * ow).T
-    return _windows(xp, kh, kw, oh, ow, strides, dilations).reshape(n * oh * ow, kh * kw * c)
+        if ones:
+            cols_t[k] = 1
+        return cols_t.T
+    win = _windows(xp, kh, kw, oh, ow, strides, dilations)
+    # Always a fresh copy: the patches are kept (fused_conv2d's second output), so they
+    # must never be a view of the padding scratch.
+    k = kh * kw * c
+    cols = np.empty((n * oh * ow, k + ones), dtype=x.dtype)
+    np.copyto(cols[:, :k].reshape(win.shape), win)
+    if ones:
+        cols[:, k] = 1
+    return cols
 
 
 def _conv_s1(xp: np.ndarray, w: np.ndarray, dilations) -> np.ndarray:
-    """VALID stride-1 convolution of an already padded NHWC input, one GEMM per kernel row.
+    """VALID stride-1 convolution of an already padded NHWC input: one GEMM, KH row adds.
 
     Patches over the KW kernel columns only, (N, Hp, OW, KW*C), are copied once (a third
-    of a full im2col for 3x3 kernels); kernel row ``i`` reads them shifted by ``i*dh``
-    image rows, which in the flattened (N*Hp*OW, KW*C) matrix is a plain row offset.
-    Output rows whose window would straddle two images are computed and dropped
-    (Hp/OH extra work). Used for stride-1 input gradients, where it beat a full im2col
-    of the re-padded gradient by ~5 ms per CNN step (less memory traffic).
+    of a full im2col for 3x3 kernels) and multiplied by all KH kernel rows at once, (KW*C,
+    KH*C_out): output row ``y`` then sums kernel row ``i``'s block of patch row ``y + i*dh``
+    (KH-1 shifted adds on 4-D views, which also drop the rows that no output reads).
+    Used for stride-1 input gradients: it beat a full im2col of the re-padded gradient by
+    ~5 ms per CNN step (less memory traffic), and the single GEMM with KH*C_out columns
+    beat KH narrow ones (C_out columns each, 3x ~1.8 ms vs ~3.6 ms for 14336x192 patches).
     """
     n, hp, wp, c = xp.shape
     kh, kw, _, cout = w.shape
@@ -136,15 +197,14 @@ def _conv_s1(xp: np.ndarray, w: np.ndarray, dilations) -> np.ndarray:
     sn, sy, sx, sc = xp.strides
     win = as_strided(xp, (n, hp, ow, kw, c), (sn, sy, sx, sx * dw, sc), writeable=False)
     cols = win.reshape(n * hp * ow, kw * c)
-    rows = n * hp * ow
-    used = rows - (kh - 1) * dh * ow
-    out = np.empty((rows, cout), np.result_type(xp, w))
-    acc = out[:used]
-    np.matmul(cols[:used], w[0].reshape(kw * c, cout), out=acc)
-    for i in range(1, kh):
-        off = i * dh * ow
-        acc += cols[off:off + used] @ w[i].reshape(kw * c, cout)
-    return np.ascontiguousarray(out.reshape(n, hp, ow, cout)[:, :oh])
+    wk = w.transpose(1, 2, 0, 3).reshape(kw * c, kh * cout)
+    y = (cols @ wk).reshape(n, hp, ow, kh, cout)
+    if kh == 1:
+        return np.ascontiguousarray(y[:, :oh, :, 0])
+    out = np.add(y[:, :oh, :, 0], y[:, dh:dh + oh, :, 1])
+    for i in range(2, kh):
+        out += y[:, i * dh:i * dh + oh, :, i]
+    return out
 
 
 def _col2im(d: np.ndarray, input_shape, strides, pads, dilations) -> np.ndarray:
@@ -187,7 +247,8 @@ def _bpi_fwd(g, w, input_shape, strides, pads, dilations):
         (pt, pb), (pl, pr) = pads
         tpads = ((eh - pt, eh - pb), (ew - pl, ew - pr))
         if min(tpads[0] + tpads[1]) >= 0:
-            return _conv_s1(_pad(g, tpads), w[::-1, ::-1].transpose(0, 1, 3, 2), dilations)
+            return _conv_s1(_pad_scratch(g, tpads), w[::-1, ::-1].transpose(0, 1, 3, 2),
+                            dilations)
     d = g.reshape(-1, cout) @ w.reshape(-1, cout).T
     return _col2im(d.reshape(n, oh, ow, kh, kw, cin), input_shape, strides, pads, dilations)
 
@@ -274,13 +335,21 @@ _BIAS_GRAD = Op("bias_add_grad", _bias_grad_fwd,
 def _fused_conv_fwd(x, w, *bias, strides, pads, dilations, activation):
     kh, kw, _, cout = w.shape
     oh, ow = _conv_out_hw(x.shape, w.shape, strides, pads, dilations)
-    cols = _im2col(x, kh, kw, strides, pads, dilations)
-    y = cols @ w.reshape(-1, cout)
-    if bias:
-        y += bias[0]
+    cols = _im2col(x, kh, kw, strides, pads, dilations, ones=bool(bias))
+    wm = w.reshape(-1, cout)
+    if cols.shape[1] > wm.shape[0]:
+        # The patches carry a ones column: the bias is the GEMM's last kernel row, which
+        # saves a pass over the output (0.4-0.5 ms per CNN conv layer at batch 64), and
+        # the eager filter-gradient GEMM then yields the bias gradient as its last row.
+        y = cols @ np.concatenate([wm, bias[0].reshape(1, cout).astype(wm.dtype, copy=False)])
+    else:
+        y = cols @ wm
+        if bias:
+            y += bias[0]
+    y = y.reshape(x.shape[0], oh, ow, cout)
     if activation == "relu":
         np.maximum(y, 0, out=y)
-    return y.reshape(x.shape[0], oh, ow, cout), cols
+    return y, cols
 
 
 def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
@@ -296,9 +365,15 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
         gx = gw = gb = None
         if needs[0]:
             gx = wrap(_bpi_fwd(g, w._v, input_shape=x.shape, **geo))
+        want_b = len(ins) > 2 and needs[2]
         if needs[1]:
-            gw = wrap((outs[1]._v.T @ g2).reshape(w.shape))
-        if len(ins) > 2 and needs[2]:
+            cols = outs[1]._v
+            k = w.size // cout
+            d = cols.T @ g2
+            gw = wrap(d[:k].reshape(w.shape))
+            if want_b and k < cols.shape[1]:
+                gb = wrap(d[k])  # the ones column of the patches
+        if want_b and gb is None:
             gb = wrap(_column_sums(g2))
         return (gx, gw, gb)[:len(ins)]
     g = gs[0]
@@ -306,7 +381,12 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
         # One record, g * (y > 0), that a traced graph recomputes per call (relu'' = 0).
         g = apply(_nn._RELU_GRAD, g, y)
     gx = apply(_CONV_BPI, g, w, input_shape=x.shape, **geo) if needs[0] else None
-    gw = apply(_CONV_BPF_COLS, x, outs[1], g, filter_shape=w.shape, **geo) \
+    cols = outs[1]
+    if len(ins) > 2 and needs[1] and needs[2] and cols.shape[1] > w.size // w.shape[3]:
+        # Patches with a ones column: filter and bias gradients from one GEMM.
+        gw, gb = apply(_CONV_BPF_BIAS_COLS, x, cols, g, filter_shape=w.shape, **geo)
+        return gx, gw, gb
+    gw = apply(_CONV_BPF_COLS, x, cols, g, filter_shape=w.shape, **geo) \
         if needs[1] else None
     if len(ins) == 2:
         return gx, gw
@@ -318,7 +398,8 @@ _FUSED_CONV = Op("fused_conv2d", _fused_conv_fwd, _fused_conv_vjp, num_outputs=2
 
 
 def _bpf_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):
-    return (cols.T @ g.reshape(-1, filter_shape[3])).reshape(filter_shape)
+    k = filter_shape[0] * filter_shape[1] * filter_shape[2]
+    return (cols[:, :k].T @ g.reshape(-1, filter_shape[3])).reshape(filter_shape)
 
 
 def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
@@ -335,6 +416,37 @@ def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
 # ``cols`` (which must be the im2col of ``x`` with the same geometry): the traced
 # (recording) path of fused_conv2d's vjp uses it instead of a second im2col of x.
 _CONV_BPF_COLS = Op("conv2d_backprop_filter_from_patches", _bpf_cols_fwd, _bpf_cols_vjp)
+
+
+def _bpf_bias_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):
+    k = filter_shape[0] * filter_shape[1] * filter_shape[2]
+    g2 = g.reshape(-1, filter_shape[3])
+    if cols.shape[1] != k + 1:
+        raise ValueError(f"conv2d_backprop_filter_and_bias_from_patches: needs patches with a "
+                         f"ones column ({k + 1} columns); received shape {cols.shape}")
+    d = cols.T @ g2
+    return d[:k].reshape(filter_shape), d[k]
+
+
+def _bpf_bias_cols_vjp(hs, ins, outs, needs, filter_shape, strides, pads, dilations):
+    # (conv2d_backprop_filter(x, g), bias_add_grad(g)): the first part's rule is
+    # conv2d_backprop_filter's, the second's broadcasts back onto g; cols gets None as in
+    # conv2d_backprop_filter_from_patches.
+    hw, hb = hs
+    x, _, g = ins
+    gx, gg = _CONV_BPF.vjp(hw, (x, g), outs[0], (needs[0], needs[2]), filter_shape, strides,
+                           pads, dilations)
+    if needs[2]:
+        gb = _array.broadcast_to(hb, g.shape)
+        gg = gb if gg is None else gg + gb
+    return gx, None, gg
+
+
+# conv2d_backprop_filter_from_patches and bias_add_grad of the same g in one GEMM: the
+# patches' ones column (fused_conv2d with a bias) makes the bias gradient the GEMM's
+# last row, which saves bias_add_grad's own pass over g (0.3 ms at 64x28x28x32).
+_CONV_BPF_BIAS_COLS = Op("conv2d_backprop_filter_and_bias_from_patches", _bpf_bias_cols_fwd,
+                         _bpf_bias_cols_vjp, num_outputs=2)
 
 
 # =====================================================================================

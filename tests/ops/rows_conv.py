@@ -40,6 +40,22 @@ def _bpf_from_patches(fshape, strides, pads, dilations):
 
     return fn
 
+def _bpf_bias_from_patches(fshape, strides, pads, dilations):
+    """conv2d_backprop_filter_and_bias_from_patches(x, cols, g) as a function of (x, g)
+    (patches with a ones column: fused_conv2d with a bias); both outputs folded into one
+    tensor, dw + db broadcast over the kernel."""
+    geo = {"strides": strides, "pads": pads, "dilations": dilations}
+
+    def fn(x, g):
+        w = wrap(np.zeros(fshape, x.dtype))
+        b = wrap(np.zeros(fshape[3], x.dtype))
+        cols = apply(C._FUSED_CONV, x, w, b, activation="linear", **geo)[1]
+        dw, db = apply(C._CONV_BPF_BIAS_COLS, x, cols, g, filter_shape=fshape, **geo)
+        return dw * (db * db + 1.0)
+
+    return fn
+
+
 ROWS = [
     # ---- conv2d and its backprops --------------------------------------------------
     {"name": "conv2d", "order": 2, "args": [_r(2, 5, 5, 2), _r(3, 3, 2, 3)],
@@ -77,6 +93,12 @@ ROWS = [
     {"name": "conv2d_backprop_filter_from_patches", "order": 2,
      "args": [_r(1, 6, 6, 1), _r(1, 4, 4, 2)],
      "fn": _bpf_from_patches((2, 2, 1, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))},
+    {"name": "conv2d_backprop_filter_and_bias_from_patches", "order": 2,
+     "args": [_r(2, 5, 5, 2), _r(2, 5, 5, 3)],
+     "fn": _bpf_bias_from_patches((3, 3, 2, 3), (1, 1), ((1, 1), (1, 1)), (1, 1))},
+    {"name": "conv2d_backprop_filter_and_bias_from_patches", "order": 2,
+     "args": [_r(1, 6, 5, 4), _r(1, 3, 3, 2)],
+     "fn": _bpf_bias_from_patches((2, 3, 4, 2), (2, 2), ((1, 0), (0, 2)), (1, 1))},
     # ---- bias_add_grad (the fused vjp's bias gradient); cubed so the second-order
     # check depends on the upstream gradient ---------------------------------------
     {"name": "bias_add_grad", "order": 2, "args": [_r(2, 3, 2, 3)],

@@ -292,31 +292,86 @@ def test_fused_conv2d_matches_composite(rng, dtype, activation, use_bias, s, pad
 
 
 @pytest.mark.parametrize("cin", [1, 4])  # transposed few-channel patches; window patches
-def test_fused_conv2d_traced_gradient_reads_the_patches(rng, cin):
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_fused_conv2d_traced_gradient_reads_the_patches(rng, cin, use_bias):
     # The recording vjp (what an lk.function train step runs) masks with one relu_grad,
-    # takes the filter gradient from the saved patches and the bias gradient from one
-    # bias_add_grad record, and agrees with the eager NumPy path.
+    # takes the filter gradient from the saved patches (with a bias: filter and bias
+    # gradients from one GEMM over the patches and their ones column), and agrees with
+    # the eager NumPy path.
     x = lk.constant(rng.standard_normal((2, 6, 5, cin)).astype(np.float32))
     w = lk.Variable(rng.standard_normal((3, 3, cin, 4)).astype(np.float32))
-    b = lk.Variable(rng.standard_normal(4).astype(np.float32))
+    b = lk.Variable(rng.standard_normal(4).astype(np.float32)) if use_bias else None
 
     def grads(x):
         with lk.GradientTape() as tape:
             tape.watch(x)
             y = C.fused_conv2d(x, w, b, strides=1, padding="SAME", activation="relu")
             loss = lk.reduce_sum(y * y)
-        return tape.gradient(loss, [x, w, b])
+        return tape.gradient(loss, [x, w, b] if use_bias else [x, w])
 
     f = lk.function(grads)
     nodes = f.get_concrete_function(x).graph.nodes
     names = [m.op.name for n in nodes
              for m in (n.region.members if n.kind == "fused" else [n] if n.kind == "op" else [])]
-    assert "conv2d_backprop_filter_from_patches" in names and "bias_add_grad" in names
+    patches = ("conv2d_backprop_filter_and_bias_from_patches" if use_bias
+               else "conv2d_backprop_filter_from_patches")
+    assert names.count(patches) == 1 and "bias_add_grad" not in names
     assert "conv2d_backprop_filter" not in names and "greater" not in names
     assert names.count("relu_grad") == 1
     for _ in range(2):  # the trace call and a replay
         for a, e in zip(f(x), grads(x)):
             np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cin", [2, 5])  # transposed few-channel patches; window patches
+@pytest.mark.parametrize("persistent", [False, True])
+def test_fused_conv2d_bias_rides_in_the_patches(rng, cin, persistent):
+    # With a bias the patch matrix carries a ones column (the bias is the GEMM's last
+    # kernel row); the eager filter-gradient GEMM then also yields the bias gradient.
+    x = rng.standard_normal((2, 6, 5, cin))
+    w = rng.standard_normal((3, 3, cin, 4))
+    b = rng.standard_normal(4)
+    y, cols = C._FUSED_CONV.forward(x, w, b, strides=(1, 1), pads=((1, 1), (1, 1)),
+                                    dilations=(1, 1), activation="linear")
+    assert cols.shape == (2 * 6 * 5, 9 * cin + 1)
+    np.testing.assert_array_equal(cols[:, -1], 1.0)
+    np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), "SAME") + b, atol=1e-12)
+    xt, wt, bt = lk.constant(x), lk.Variable(w), lk.Variable(b)
+    gy = rng.standard_normal(y.shape)
+    with lk.GradientTape(persistent=persistent) as tape:
+        tape.watch(xt)
+        out = C.fused_conv2d(xt, wt, bt, padding="SAME")
+        loss = lk.reduce_sum(out * gy)
+    gx, gw, gb = tape.gradient(loss, [xt, wt, bt])
+    np.testing.assert_allclose(gb.numpy(), gy.sum(axis=(0, 1, 2)), atol=1e-12)
+    ref_gw = np.einsum("nhwijc,nhwo->ijco", np.lib.stride_tricks.sliding_window_view(
+        np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))), (3, 3), axis=(1, 2)).transpose(
+        0, 1, 2, 4, 5, 3), gy)
+    np.testing.assert_allclose(gw.numpy(), ref_gw, atol=1e-10)
+    np.testing.assert_allclose(gx.numpy(), ref_conv_transpose(gy, w, x.shape, (1, 1), "SAME"),
+                               atol=1e-10)
+
+
+def test_padding_scratch_is_reused_but_never_leaks(rng):
+    # Padded copies live in a reused per-thread buffer: results of an earlier call (the
+    # patches fused_conv2d keeps for the backward pass) must not change on a later call.
+    shape, w = (2, 5, 5, 4), rng.standard_normal((3, 3, 4, 3))
+    geo = {"strides": (1, 1), "pads": ((1, 1), (1, 1)), "dilations": (1, 1)}
+    x1, x2 = rng.standard_normal(shape), rng.standard_normal(shape)
+    y1, cols1 = C._FUSED_CONV.forward(x1, w, strides=(1, 1), pads=((1, 1), (1, 1)),
+                                      dilations=(1, 1), activation="linear")
+    keep = cols1.copy()
+    y2, cols2 = C._FUSED_CONV.forward(x2, w, **geo, activation="linear")
+    np.testing.assert_array_equal(cols1, keep)
+    assert not np.may_share_memory(cols1, cols2)
+    np.testing.assert_allclose(y1, ref_conv(x1, w, (1, 1), "SAME"), atol=1e-12)
+    np.testing.assert_allclose(y2, ref_conv(x2, w, (1, 1), "SAME"), atol=1e-12)
+    # A window that covers the whole padded input: the patch reshape could be a view.
+    x3 = rng.standard_normal((1, 1, 1, 4))
+    _, cols3 = C._FUSED_CONV.forward(x3, w, **geo, activation="linear")
+    C._FUSED_CONV.forward(rng.standard_normal((1, 1, 1, 4)), w, **geo, activation="linear")
+    np.testing.assert_array_equal(cols3.reshape(3, 3, 4)[1, 1], x3[0, 0, 0])
+    assert np.count_nonzero(cols3) == 4
 
 
 def test_fused_conv2d_errors():
@@ -448,6 +503,56 @@ def test_max_pool_gradient_float32_fast_path(rng):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("k,s,pad", [(2, 2, "VALID"), (3, 2, "SAME"), (2, 1, "VALID")])
+@pytest.mark.parametrize("fused", [True, False])  # Conv2D's fused record; a plain relu
+def test_traced_relu_then_max_pool_masks_the_pooled_gradient(rng, k, s, pad, fused):
+    # lk.function rewrites relu_grad(max_pool2d_grad(y, p, g), y) as
+    # max_pool2d_grad(y, p, relu_grad(g, p)): the mask runs on the pooled gradient.
+    # Rounded inputs give ties (zeros and repeated positive values) in many windows.
+    x = lk.constant(np.round(rng.standard_normal((2, 6, 6, 2)) * 2) / 2)
+    w = lk.Variable(np.round(rng.standard_normal((2, 2, 2, 3)) * 2) / 2)
+    b = lk.Variable(np.array([0.0, 0.5, -0.5]))
+
+    def grads(x):
+        with lk.GradientTape() as tape:
+            tape.watch(x)
+            if fused:
+                y = C.fused_conv2d(x, w, b, padding="SAME", activation="relu")
+            else:
+                y = lk.nn.relu(C.conv2d(x, w, padding="SAME") + b)
+            p = C.max_pool2d(y, k, s, pad)
+            loss = lk.reduce_sum(p * c)  # nonzero upstream where p == 0 too
+        return tape.gradient(loss, [x, w, b])
+
+    pooled = C.max_pool2d(np.zeros((2, 6, 6, 3)), k, s, pad).shape
+    c = lk.constant(rng.standard_normal(pooled))
+    f = lk.function(grads)
+    cf = f.get_concrete_function(x)
+    assert cf.stats["relu_pool"] == 1
+    masks = [cf.graph.values[n.outs[0]].shape for n in cf.ops_nodes
+             if n.kind == "op" and n.op.name == "relu_grad"]
+    assert masks == [pooled]
+    for _ in range(2):  # the trace call and a replay
+        for a, e in zip(f(x), grads(x)):
+            np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_traced_relu_pool_rewrite_skips_a_shared_activation(rng):
+    # y also feeds another op: relu's upstream is a sum, not the pool gradient alone.
+    x = lk.constant(np.round(rng.standard_normal((1, 4, 4, 2)) * 2) / 2)
+
+    def grads(x):
+        with lk.GradientTape() as tape:
+            tape.watch(x)
+            y = lk.nn.relu(x)
+            loss = lk.reduce_sum(C.max_pool2d(y, 2, 2, "VALID") ** 2) + lk.reduce_sum(y * x)
+        return tape.gradient(loss, x)
+
+    f = lk.function(grads)
+    assert f.get_concrete_function(x).stats["relu_pool"] == 0
+    np.testing.assert_allclose(f(x).numpy(), grads(x).numpy(), atol=1e-12)
+
+
 @pytest.mark.parametrize("xs,k,s,pad", POOL_CASES)
 def test_avg_pool_gradient_matches_adjoint(rng, xs, k, s, pad):
     x = rng.standard_normal(xs)
@@ -464,10 +569,10 @@ def test_avg_pool_gradient_matches_adjoint(rng, xs, k, s, pad):
 
 
 # ---- the gradient table rows (tests/ops/test_grad_table.py runs them) ------------------
-def test_rows_are_about_the_fourteen_differentiable_records():
+def test_rows_are_about_the_fifteen_differentiable_records():
     records = {v.name for v in vars(C).values() if isinstance(v, Op) and v.vjp is not None}
     assert {r["name"] for r in ROWS} == records
-    assert len(records) == 14
+    assert len(records) == 15
 
 
 def test_public_names():
