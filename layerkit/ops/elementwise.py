@@ -22,6 +22,7 @@ are not differentiable (their records have no vjp and are never recorded).
 """
 from __future__ import annotations
 
+import dis
 import math
 import sys
 
@@ -133,6 +134,20 @@ def _fast2(op: Op, x, y) -> Tensor:
 _ELIDE = sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11)
 _ELIDE_MIN_BYTES = 1 << 18  # NumPy's own threshold (256 KiB)
 _getrefcount = sys.getrefcount
+_getframe = sys._getframe
+_BINARY_OP = dis.opmap.get("BINARY_OP", -1)
+
+
+def _from_operator(depth: int) -> bool:
+    """True if the frame ``depth`` levels up is running a binary operator instruction.
+
+    The refcounts of a temporary on the operand stack and of a named tensor passed to an
+    explicit call (``c.__add__(a)``, whose argument is moved off the stack) are equal, so
+    the refcount test alone would reuse a named tensor's buffer; an operator instruction
+    in the calling frame tells them apart.
+    """
+    f = _getframe(depth + 1)
+    return f.f_code.co_code[f.f_lasti] == _BINARY_OP
 
 
 def _elidable(t, out_shape, out_dtype) -> bool:
@@ -152,7 +167,7 @@ def _elide(ufunc, x, y):
     shape = np.broadcast_shapes(x._v.shape, y._v.shape)
     dtype = np.result_type(x._v, y._v)
     target = x if _elidable(x, shape, dtype) else y if _elidable(y, shape, dtype) else None
-    if target is None:
+    if target is None or not _from_operator(2):
         return None
     t = _new(Tensor)
     t._v = ufunc(x._v, y._v, out=target._v)

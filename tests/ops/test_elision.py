@@ -92,3 +92,16 @@ def test_broadcast_and_dtype_changes_are_not_written_in_place(ab):
     grown = row + col              # (1, M) temp + (4, 1) -> (4, M): does not fit in place
     assert grown.shape == (4, N // 4)
     np.testing.assert_array_equal(grown.numpy(), 2.0)
+
+
+def test_explicit_dunder_calls_never_reuse_a_named_tensor(ab):
+    a, b, a0, b0 = ab
+    c = a * b
+    d = c.__add__(a)              # c's argument reference looks like a stack temporary's
+    e = lk.Tensor.__mul__(c, 2.0)
+    f = c.__rsub__(1.0)
+    np.testing.assert_allclose(c.numpy(), a0 * b0, rtol=1e-6)
+    np.testing.assert_allclose(d.numpy(), a0 * b0 + a0, rtol=1e-6)
+    np.testing.assert_allclose(e.numpy(), 2 * a0 * b0, rtol=1e-6)
+    np.testing.assert_allclose(f.numpy(), 1 - a0 * b0, rtol=1e-6)
+    _unchanged(ab)
