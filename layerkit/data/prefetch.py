@@ -103,21 +103,29 @@ class PrefetchIterator(NodeIterator):
             return self
         self._fast_stop = False
         up = itertools.chain.from_iterable(fast_sources(self._up, [False]))
-        return self._inline_loop(up.__next__)
+        return itertools.chain.from_iterable(self._inline_runs(up))
 
     def fast_resumable(self) -> bool:
         return not self._fast_stop
 
-    def _inline_loop(self, pull):
+    def _inline_runs(self, up):
+        """The inline elements as a series of iterables: each stretch of untimed calls is
+        a C-level slice of the input (no Python code per element), then one timed call."""
+        pull = up.__next__
         while self._inline:  # once threaded, the chain comes back to __next__
             n = self._calls + 1
+            if n > _WARMUP and n & _EVERY:
+                k = _EVERY + 1 - (n & _EVERY)  # untimed calls before the next timed one
+                self._calls = n + k - 1
+                yield itertools.islice(up, k)
+                continue
             self._calls = n
             try:
-                value = pull() if n & _EVERY and n > _WARMUP else self._timed_inline(n, pull)
+                value = self._timed_inline(n, pull)
             except StopIteration:
                 self._fast_stop = True
                 return
-            yield value
+            yield (value,)
 
     def _timed_inline(self, n: int, pull=None):
         t0 = perf_counter()

@@ -2,7 +2,6 @@
 elements, same errors, same random streams and states as one ``__next__`` at a time."""
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 import weakref
@@ -385,5 +384,34 @@ def test_fused_batch_map_under_an_inline_prefetch():
     assert values(build()) == _stepwise(build)
     assert_save_restore(build)
     it = iter(build())
-    assert inspect.isgenerator(it._it.fast_iter())  # inline: the prefetch runs as a generator
+    assert it._it.fast_iter() is not it._it  # inline: the prefetch runs as C-level slices
     it.close()
+
+
+def _fail_at_21(x):
+    if int(x) == 21:
+        raise ValueError("bad element 21")
+    return x
+
+
+def test_inline_prefetch_stretches_keep_order_errors_and_state():
+    # Past the warm-up, inline prefetch hands out untimed stretches as C-level slices of
+    # its input: an error inside a stretch, and a state taken inside one, must behave as
+    # element-by-element iteration does.
+    build = lambda: Dataset.range(40).map(_fail_at_21).prefetch(2)  # noqa: E731
+    it = iter(build())
+    got = []
+    with pytest.raises(ValueError, match="bad element 21"):
+        for v in it:
+            got.append(int(v))
+    got += [int(v) for v in it]
+    assert got == [i for i in range(40) if i != 21]
+
+    it = iter(Dataset.range(40).prefetch(2))
+    head = [int(next(it)) for _ in range(13)]          # inside the first untimed stretch
+    state = it.get_state()
+    rest = [int(v) for v in it]
+    again = iter(Dataset.range(40).prefetch(2))
+    again.set_state(state)
+    assert head + rest == list(range(40))
+    assert [int(v) for v in again] == rest
