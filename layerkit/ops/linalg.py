@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from layerkit._core.convert import convert_to_tensor
-from layerkit._core.op import RECORDERS, Op, _apply_recording, apply, wrap
+from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import broadcast as _bc
@@ -110,11 +110,9 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor
     na = a._v.ndim if isinstance(a, Tensor) else np.ndim(a)
     nb = b._v.ndim if isinstance(b, Tensor) else np.ndim(b)
     if na >= 2 and nb >= 2:
-        attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
         try:
-            if RECORDERS:  # one frame fewer per recorded matmul (a Dense layer's hot path)
-                return _apply_recording(_MATMUL, (a, b), attrs)
-            return apply(_MATMUL, a, b, **attrs)
+            return apply(_MATMUL, a, b, transpose_a=bool(transpose_a),
+                         transpose_b=bool(transpose_b))
         except ValueError:
             raise _matmul_error(a, b, transpose_a, transpose_b) from None
     if na == 0 or nb == 0:

@@ -20,7 +20,7 @@ from math import prod as _prod
 import numpy as np
 
 from layerkit._core.convert import FLOATX, convert_to_tensor
-from layerkit._core.op import RECORDERS, Op, _apply_recording, apply, wrap
+from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
@@ -151,10 +151,7 @@ def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
         ValueError: an axis is out of range or repeated (names the axis and rank).
     """
     if axis is None:  # the loss case: skip the axis normalisation
-        attrs = {"axis": None, "keepdims": keepdims is True or bool(keepdims)}
-        if RECORDERS:
-            return _apply_recording(_SUM, (x,), attrs)
-        return apply(_SUM, x, **attrs)
+        return apply(_SUM, x, axis=None, keepdims=keepdims is True or bool(keepdims))
     return apply(_SUM, x, axis=_norm_axis(axis, _ndim(x), "reduce_sum"), keepdims=bool(keepdims))
 
 
