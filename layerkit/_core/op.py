@@ -128,48 +128,34 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
     ins = args
     if len(args) == 1 and type(args[0]) is Tensor:  # unary ops on a plain Tensor
         out = op.forward(args[0]._v, **attrs) if attrs else op.forward(args[0]._v)
-        if op.num_outputs == 1:
-            if type(out) is np.ndarray and out.base is not None:
-                out = _unalias(out, args)
-            result = _new(Tensor)
-            result._v = out
-            outs = (result,)
-            for r in recs:
-                r.record(op, ins, outs, attrs)
-            return result
-        return _record_outputs(op, args, attrs, out)
-    vals = []
-    for a in args:
-        if type(a) is Tensor:
-            vals.append(a._v)
-        elif isinstance(a, Tensor):
-            vals.append(a._v)
-            if isinstance(a, Variable):
-                for r in recs:
-                    r.read_variable(a)
-        else:  # Python scalars, lists, arrays: convert, wrap as constant inputs
-            vals = _values(args)
-            ins = tuple(a if isinstance(a, Tensor) else wrap(v) for a, v in zip(args, vals))
-            for a in ins:
+    else:
+        vals = []
+        for a in args:
+            if type(a) is Tensor:
+                vals.append(a._v)
+            elif isinstance(a, Tensor):
+                vals.append(a._v)
                 if isinstance(a, Variable):
                     for r in recs:
                         r.read_variable(a)
-            break
-    out = op.forward(*vals, **attrs)
+            else:  # Python scalars, lists, arrays: convert, wrap as constant inputs
+                vals = _values(args)
+                ins = tuple(a if isinstance(a, Tensor) else wrap(v) for a, v in zip(args, vals))
+                for a in ins:
+                    if isinstance(a, Variable):
+                        for r in recs:
+                            r.read_variable(a)
+                break
+        out = op.forward(*vals, **attrs)
     if op.num_outputs == 1:
         if type(out) is np.ndarray and out.base is not None:
             out = _unalias(out, args)
         result = _new(Tensor)
         result._v = out
         outs = (result,)
-        for r in recs:
-            r.record(op, ins, outs, attrs)
-        return result
-    return _record_outputs(op, ins, attrs, out)
-
-
-def _record_outputs(op: Op, ins: tuple, attrs: dict, out):
-    result = tuple(wrap(_unalias(o, ins)) for o in out)
-    for r in RECORDERS:
-        r.record(op, ins, result, attrs)
+    else:
+        result = tuple(wrap(_unalias(o, args)) for o in out)
+        outs = result
+    for r in recs:
+        r.record(op, ins, outs, attrs)
     return result

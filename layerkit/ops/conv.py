@@ -368,11 +368,11 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
         want_b = len(ins) > 2 and needs[2]
         if needs[1]:
             cols = outs[1]._v
-            k = w.size // cout
-            d = cols.T @ g2
-            gw = wrap(d[:k].reshape(w.shape))
-            if want_b and k < cols.shape[1]:
-                gb = wrap(d[k])  # the ones column of the patches
+            if want_b and _has_ones_column(cols, w.shape):
+                gwv, gbv = _bpf_bias_cols_fwd(None, cols, g, w.shape, **geo)
+                gw, gb = wrap(gwv), wrap(gbv)
+            else:
+                gw = wrap(_bpf_cols_fwd(None, cols, g, w.shape, **geo))
         if want_b and gb is None:
             gb = wrap(_column_sums(g2))
         return (gx, gw, gb)[:len(ins)]
@@ -382,7 +382,7 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
         g = apply(_nn._RELU_GRAD, g, y)
     gx = apply(_CONV_BPI, g, w, input_shape=x.shape, **geo) if needs[0] else None
     cols = outs[1]
-    if len(ins) > 2 and needs[1] and needs[2] and cols.shape[1] > w.size // w.shape[3]:
+    if len(ins) > 2 and needs[1] and needs[2] and _has_ones_column(cols, w.shape):
         # Patches with a ones column: filter and bias gradients from one GEMM.
         gw, gb = apply(_CONV_BPF_BIAS_COLS, x, cols, g, filter_shape=w.shape, **geo)
         return gx, gw, gb
@@ -395,6 +395,11 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
 
 
 _FUSED_CONV = Op("fused_conv2d", _fused_conv_fwd, _fused_conv_vjp, num_outputs=2)
+
+
+def _has_ones_column(cols, filter_shape) -> bool:
+    """True if fused_conv2d's patches carry the bias's ones column (see ``_im2col``)."""
+    return cols.shape[1] > filter_shape[0] * filter_shape[1] * filter_shape[2]
 
 
 def _bpf_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):

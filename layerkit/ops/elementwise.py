@@ -431,8 +431,12 @@ _COS = unary("cos", np.cos, lambda g, ins, y, needs: (negative(multiply(g, sin(i
              "cos({0})")
 _TAN = unary("tan", np.tan, lambda g, ins, y, needs: (multiply(g, add(1, square(y))),),
              "tan({0})")
-def _same_shape(t: np.ndarray, g) -> bool:
-    return t.shape == (g.shape if type(g) is np.ndarray else np.shape(g))
+def _times_g(t: np.ndarray, g):
+    # ``t * g`` written into the temporary ``t`` when ``g`` has its shape (the usual case).
+    if type(g) is np.ndarray and g.shape == t.shape:
+        t *= g
+        return t
+    return t * g
 
 
 def _tanh_grad_fwd(y, g):
@@ -441,10 +445,7 @@ def _tanh_grad_fwd(y, g):
     if type(t) is not np.ndarray:  # 0-d inputs give NumPy scalars (no out=)
         return g * (1 - t)
     np.subtract(1, t, t)
-    if type(g) is np.ndarray and g.shape == t.shape:
-        t *= g
-        return t
-    return t * g
+    return _times_g(t, g)
 
 
 def _sigmoid_grad_fwd(y, g):
@@ -452,8 +453,8 @@ def _sigmoid_grad_fwd(y, g):
     t = np.subtract(1, y)
     if type(t) is not np.ndarray:
         return g * y * t
-    np.multiply(t, y, out=t)
-    return np.multiply(t, g, out=t) if _same_shape(t, g) else t * g
+    t *= y
+    return _times_g(t, g)
 
 
 def _act_grad_rule(grad_op: Op):

@@ -20,7 +20,7 @@ from math import prod as _prod
 import numpy as np
 
 from layerkit._core.convert import FLOATX, convert_to_tensor
-from layerkit._core.op import RECORDERS, Op, apply, wrap
+from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
@@ -120,18 +120,17 @@ _new = object.__new__
 def _spread(gv, x: Tensor, axis, keepdims) -> Tensor:
     """NumPy form of ``broadcast_to(_expand(g), x.shape)`` for the no-recorder backward
     (nothing is recorded then, so the two records' dispatch can be skipped)."""
+    shape = x._v.shape  # (no Tensor.shape property frame: this runs once per loss)
     if not keepdims and axis is not None:
-        gv = np.reshape(gv, _kept_shape(x.shape, axis))
-    return wrap(_array._broadcast_to_fwd(gv, x.shape))
+        gv = np.reshape(gv, _kept_shape(shape, axis))
+    t = _new(Tensor)
+    t._v = _array._broadcast_to_fwd(gv, shape)
+    return t
 
 
 def _sum_vjp(g, ins, y, needs, axis, keepdims):
     x = ins[0]
     if not RECORDERS and isinstance(g._v, _NUMPY):
-        if axis is None:  # the loss case: spread the scalar, no reshape
-            t = _new(Tensor)
-            t._v = _array._broadcast_to_fwd(g._v, x._v.shape)
-            return (t,)
         return (_spread(g._v, x, axis, keepdims),)
     return (apply(_array._BROADCAST_TO, _expand(g, x, axis, keepdims), shape=x.shape),)
 
