@@ -63,13 +63,19 @@ def test_scalar_cache_holds_only_exact_read_only_values():
     assert all(k != 0 for k in cache)  # 0.0 and -0.0 are one dict key but two operands
 
 
-def test_scalar_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(E, "_F32_SCALARS", {})
-    t = lk.constant(np.ones(2, np.float32))
-    for i in range(E._F32_SCALARS_MAX + 50):
-        v = 1.0 + i / 1024
-        np.testing.assert_array_equal((t * v).numpy(), np.ones(2, np.float32) * v)
-    assert len(E._F32_SCALARS) == E._F32_SCALARS_MAX
+def test_scalar_cache_is_bounded():
+    saved = dict(E._F32_SCALARS)
+    E._F32_SCALARS.clear()  # (the operators hold the dict itself: never rebind it)
+    try:
+        t = lk.constant(np.ones(2, np.float32))
+        for i in range(E._F32_SCALARS_MAX + 50):
+            v = 1.0 + i / 1024
+            np.testing.assert_array_equal((t * v).numpy(), np.ones(2, np.float32) * v)
+            np.testing.assert_array_equal((v - t).numpy(), v - np.ones(2, np.float32))
+        assert len(E._F32_SCALARS) == E._F32_SCALARS_MAX
+    finally:
+        E._F32_SCALARS.clear()
+        E._F32_SCALARS.update(saved)
 
 
 def test_other_dtypes_and_python_scalar_tensors_keep_numpy_results():
