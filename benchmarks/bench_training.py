@@ -21,10 +21,16 @@ eager, numpy, torch, layerkit, ...; see ``timed_blocks``); the fit case is the m
 also one library at a time. OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are unset for this
 process (see _common.py).
 
+The CNN verdict compares with torch at the thread count layerkit's BLAS uses (``--threads``,
+else OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, else NumPy's default of one per core), since
+its GEMMs run on that many threads; a second CNN row gives torch pinned to one thread as a
+reference. The other cases keep ``--torch-threads``.
+
 Run: python benchmarks/bench_training.py [--quick] [--threads N] [--torch-threads=N]
 [--case=mlp|cnn|lstm|digits ...]
 (``--threads 1`` pins BLAS, OpenMP and torch to one thread each: steadier figures on a
-machine shared with other work; without it torch uses ``--torch-threads``, default 1.)
+machine shared with other work; without it torch uses ``--torch-threads``, default 1,
+except for the CNN verdict above.)
 """
 from __future__ import annotations
 
@@ -76,20 +82,23 @@ def glorot(fan_in: int, fan_out: int, shape=None) -> np.ndarray:
     return RNG.uniform(-lim, lim, shape or (fan_in, fan_out)).astype(np.float32)
 
 
-def timed_blocks(fns: dict, number: int, repeat: int = REPEAT, blocks: int = 5) -> dict:
+def timed_blocks(fns: dict, number: int, repeat: int = REPEAT, blocks: int = 5,
+                 pause: float = 0.05) -> dict:
     """Median seconds per call of each function, the libraries taking turns in blocks.
 
     Each block runs one library's function ``number`` times per round for a share of the
-    rounds, after a short pause. Blocks (rather than alternating single calls) keep one
-    library's worker threads, which spin for a while after each call (torch's OpenMP
-    pool), from stealing the core that the next library's BLAS threads need; turns spread
-    load from other processes over all libraries. The first block is a warm-up.
+    rounds, after a ``pause`` (seconds). Blocks (rather than alternating single calls) keep
+    one library's worker threads, which spin for a while after each call, from stealing
+    the core that the next library's threads need; turns spread load from other
+    processes over all libraries. The first block is a warm-up. OpenBLAS's idle worker
+    busy-waits ~0.1 s after each threaded GEMM (measured), so a multi-threaded library
+    timed after NumPy needs a pause longer than that.
     """
     samples: dict = {k: [] for k in fns}
     per_block = max(1, -(-repeat // blocks))
     for b in range(blocks + 1):
         for name, fn in fns.items():
-            time.sleep(0.05)
+            time.sleep(pause)
             for _ in range(per_block if b else 1):
                 t0 = time.perf_counter()
                 for _ in range(number):
@@ -170,6 +179,25 @@ def mlp_numpy(sizes, x, y, opt_cls, **opt_kw):
         return loss
 
     return step
+
+
+def blas_threads() -> int:
+    """Threads NumPy's BLAS runs GEMMs on: what ``--threads`` or the environment set, else
+    OpenBLAS's default (one per core)."""
+    for value in (_THREADS, os.environ.get("OPENBLAS_NUM_THREADS"),
+                  os.environ.get("OMP_NUM_THREADS")):
+        if value and value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+def with_torch_threads(n: int, fn):
+    """``fn`` run with torch on ``n`` threads (switched only when another block changed it)."""
+    def run():
+        if torch.get_num_threads() != n:
+            torch.set_num_threads(n)
+        fn()
+    return run
 
 
 def layerkit_steps(build, compile_kw: dict, batch) -> dict:
@@ -293,6 +321,7 @@ def cnn_numpy(x, y):
 
 
 def case_cnn(rows):
+    threads = blas_threads()
     x = RNG.random((64, 28, 28, 1)).astype(np.float32)
     y = RNG.integers(0, 10, 64)
     batch = (lk.constant(x), lk.constant(y))
@@ -317,11 +346,22 @@ def case_cnn(rows):
             topt.zero_grad()
             torch.nn.functional.cross_entropy(net(tx), ty).backward()
             topt.step()
-        fns["torch"] = torch_step
-    t = timed_blocks(fns, number=3)
+        # The verdict compares at layerkit's BLAS thread count; 1 thread is a reference.
+        before = torch.get_num_threads()
+        fns["torch"] = with_torch_threads(threads, torch_step)
+        if threads != 1:
+            fns["torch 1 thread"] = with_torch_threads(1, torch_step)
+    # A long pause: torch on 2 threads must not start while OpenBLAS's worker still spins.
+    t = timed_blocks(fns, number=3, pause=0.2)
+    if torch is not None:
+        torch.set_num_threads(before)
     ref = t.get("torch", 14.7e-3)
-    rows.append(_row("CNN step (64, 28x28x1, SGD momentum)", t,
-                     "<= torch" + ("" if "torch" in t else " (14.7 ms)"), t["layerkit"] <= ref))
+    label = f"torch {threads} thread{'s' if threads > 1 else ''}"
+    rows.append(_row(f"CNN step (64, 28x28x1, SGD momentum), {label}", t,
+                     f"<= {label}" + ("" if "torch" in t else " (14.7 ms)"), t["layerkit"] <= ref))
+    if "torch 1 thread" in t:
+        one = dict(t, torch=t["torch 1 thread"])
+        rows.append(_row("  reference: the same, torch 1 thread", one, "-", None))
 
 
 # ---- case 3: LSTM ---------------------------------------------------------------------------
@@ -471,7 +511,7 @@ def _row(name, t, target, ok):
             f"{t['layerkit'] / t['eager']:.2f}x" if "eager" in t else "-",
             f"{t['layerkit'] / t['numpy']:.2f}x",
             f"{t['layerkit'] / t['torch']:.2f}x" if "torch" in t else "-",
-            target, "yes" if ok else "NO"]
+            target, "-" if ok is None else "yes" if ok else "NO"]
 
 
 def main():
@@ -488,7 +528,8 @@ def main():
                        "vs numpy", "vs torch", "target", "met"]))
     print("layerkit: the step fit runs (make_train_function, an lk.function graph) for the "
           "MLP and CNN;\neager: the same step with run_eagerly=True; LSTM is a taped eager "
-          "step; digits runs fit.")
+          "step; digits runs fit.\nThe CNN row's torch runs on as many threads as NumPy's "
+          f"BLAS ({blas_threads()}); other rows' torch on --torch-threads.")
 
 
 if __name__ == "__main__":

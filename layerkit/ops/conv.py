@@ -22,20 +22,34 @@ Speed notes (measured on the 2-core box; see benchmarks/bench_conv.py):
 - ``conv2d_backprop_filter`` is one GEMM ``patches^T @ g``. ``conv2d_backprop_input``
   with stride 1 and >= 32 input channels is a forward convolution of the re-padded
   ``g`` with the flipped kernel: one GEMM of column-only patches by all kernel rows at
-  once, then KH-1 shifted adds (``_conv_s1``); otherwise one GEMM ``g @ w^T`` followed
-  by a col2im scatter-add that loops over the KH*KW kernel offsets only (never pixels
-  or images).
+  once, then KH-1 shifted adds, with the height padding left implicit (``_conv_s1``:
+  10% faster than padding first at the issue-3 CNN sizes); otherwise one GEMM
+  ``g @ w^T`` followed by a col2im scatter-add that loops over the KH*KW kernel
+  offsets only (never pixels or images).
 - Conv2D layers call ``fused_conv2d`` (conv + bias + ReLU in one record that keeps its
   patch matrix for the filter gradient; with a bias the patches carry a ones column, so
   the bias is part of the GEMM; see that section).
 - Padded copies that only feed an im2col live in a reused per-thread scratch buffer
   (``_pad_scratch``: its zero border is written once).
 - Pools loop over kernel offsets with whole-array ufuncs (no window reductions on
-  strided views, which NumPy runs 2-3x slower).
-- Splitting the memory-bound NumPy work around the GEMMs (patch copies, ReLU, pools)
-  over two threads by batch halves did not pay in the CNN step with 2 BLAS threads:
-  best step 26.3 ms vs 25.6 without, and far slower medians while other processes
-  used the cores (OpenBLAS's idle workers spin after each GEMM).
+  strided views, which NumPy runs 2-3x slower), so their cost is the number of C-long
+  inner loops. For the 2x2/2 pool of 64x28x28x32 the rows-first forward took
+  0.78 ms vs 0.88 for np.maximum of the 4 strided views; a backward from a uint8
+  argmax code saved by the forward took 1.7 ms vs 2.4 for the equality masks, but
+  computing the code made the forward 0.9 ms slower (3.5 ms for both vs 3.3); float
+  masks with tie-breaking by bitwise ops on integer views took 3.0 ms vs 2.4.
+- No intra-op threads. OpenBLAS's idle worker busy-waits ~0.1 s after every threaded
+  GEMM (the process burns a core during a sleep that follows one), and a CNN step runs
+  a GEMM every few ms, so the second core is never free for a thread of ours: a 2-way
+  split of a memory-bound NumPy loop ran 1.85x faster with no GEMM in the last 0.1 s
+  and 0.95x right after one (1.8x with OPENBLAS_THREAD_TIMEOUT=4, which OpenBLAS only
+  reads when NumPy loads it). Splitting whole records by batch halves, GEMMs included,
+  took 30-31 ms per CNN step vs 25.8 serial; with BLAS pinned to one thread it took
+  25-27 ms vs 35-37 serial: never better than the serial step with 2 BLAS threads.
+  (With OPENBLAS_THREAD_TIMEOUT=4 set before NumPy loads, splitting only the pools by
+  batch halves took the step from ~25 to ~23.5 ms.)
+  The GEMMs themselves scale (1.9x on 2 threads) and run at ~200 GFLOP/s, 75% of this
+  box's 1024^3 SGEMM peak.
 - Inside ``lk.function`` graphs, a ReLU followed by a max-pool gets its mask applied to
   the pooled gradient instead (a graph rewrite in autodiff/function/passes.py).
 
@@ -179,31 +193,56 @@ def _im2col(x: np.ndarray, kh: int, kw: int, strides, pads, dilations,
     return cols
 
 
-def _conv_s1(xp: np.ndarray, w: np.ndarray, dilations) -> np.ndarray:
-    """VALID stride-1 convolution of an already padded NHWC input: one GEMM, KH row adds.
+def _conv_s1(xh: np.ndarray, w: np.ndarray, dilations, vpads=(0, 0)) -> np.ndarray:
+    """Stride-1 convolution of an NHWC input already padded along its width, with
+    ``vpads = (top, bottom)`` zero rows of height padding left implicit: one GEMM, KH
+    row adds.
 
-    Patches over the KW kernel columns only, (N, Hp, OW, KW*C), are copied once (a third
+    Patches over the KW kernel columns only, (N, H, OW, KW*C), are copied once (a third
     of a full im2col for 3x3 kernels) and multiplied by all KH kernel rows at once, (KW*C,
-    KH*C_out): output row ``y`` then sums kernel row ``i``'s block of patch row ``y + i*dh``
-    (KH-1 shifted adds on 4-D views, which also drop the rows that no output reads).
+    KH*C_out): output row ``y`` then sums kernel row ``i``'s block of input row
+    ``y + i*dh - top`` (shifted adds on 4-D views). The height padding is never
+    materialised: its rows would only add zeros, so each kernel row's add just covers
+    the output rows whose input row exists (12% fewer GEMM rows and patch copies for
+    the 14x14 3x3 SAME input gradient of the issue-3 CNN than padding first).
     Used for stride-1 input gradients: it beat a full im2col of the re-padded gradient by
     ~5 ms per CNN step (less memory traffic), and the single GEMM with KH*C_out columns
     beat KH narrow ones (C_out columns each, 3x ~1.8 ms vs ~3.6 ms for 14336x192 patches).
     """
-    n, hp, wp, c = xp.shape
+    n, h, wp, c = xh.shape
     kh, kw, _, cout = w.shape
     dh, dw = dilations
-    oh, ow = hp - (kh - 1) * dh, wp - (kw - 1) * dw
-    sn, sy, sx, sc = xp.strides
-    win = as_strided(xp, (n, hp, ow, kw, c), (sn, sy, sx, sx * dw, sc), writeable=False)
-    cols = win.reshape(n * hp * ow, kw * c)
+    top, bottom = vpads
+    oh, ow = h + top + bottom - (kh - 1) * dh, wp - (kw - 1) * dw
+    sn, sy, sx, sc = xh.strides
+    win = as_strided(xh, (n, h, ow, kw, c), (sn, sy, sx, sx * dw, sc), writeable=False)
+    cols = win.reshape(n * h * ow, kw * c)
     wk = w.transpose(1, 2, 0, 3).reshape(kw * c, kh * cout)
-    y = (cols @ wk).reshape(n, hp, ow, kh, cout)
-    if kh == 1:
-        return np.ascontiguousarray(y[:, :oh, :, 0])
-    out = np.add(y[:, :oh, :, 0], y[:, dh:dh + oh, :, 1])
-    for i in range(2, kh):
-        out += y[:, i * dh:i * dh + oh, :, i]
+    y = (cols @ wk).reshape(n, h, ow, kh, cout)
+
+    def rows(i):  # output rows [lo, hi) that kernel row i reaches, from input row src
+        shift = i * dh - top
+        lo, hi = max(0, -shift), min(oh, h - shift)
+        return lo, max(lo, hi), lo + shift
+
+    full = [i for i in range(kh) if rows(i)[:2] == (0, oh)]
+    rest = [i for i in range(kh) if not full or i != full[0]]
+    if not full:
+        out = np.zeros((n, oh, ow, cout), y.dtype)
+    else:
+        # Start from a kernel row that covers every output row, fused with the next add.
+        _, _, s0 = rows(full[0])
+        first = y[:, s0:s0 + oh, :, full[0]]
+        if not rest:
+            return np.ascontiguousarray(first)
+        out = np.empty((n, oh, ow, cout), y.dtype)
+        lo, hi, s = rows(rest[0])
+        np.add(first[:, lo:hi], y[:, s:s + hi - lo, :, rest.pop(0)], out=out[:, lo:hi])
+        out[:, :lo] = first[:, :lo]
+        out[:, hi:] = first[:, hi:]
+    for i in rest:
+        lo, hi, s = rows(i)
+        out[:, lo:hi] += y[:, s:s + hi - lo, :, i]
     return out
 
 
@@ -247,8 +286,8 @@ def _bpi_fwd(g, w, input_shape, strides, pads, dilations):
         (pt, pb), (pl, pr) = pads
         tpads = ((eh - pt, eh - pb), (ew - pl, ew - pr))
         if min(tpads[0] + tpads[1]) >= 0:
-            return _conv_s1(_pad_scratch(g, tpads), w[::-1, ::-1].transpose(0, 1, 3, 2),
-                            dilations)
+            return _conv_s1(_pad_scratch(g, (_NO_PAD[0], tpads[1])),
+                            w[::-1, ::-1].transpose(0, 1, 3, 2), dilations, tpads[0])
     d = g.reshape(-1, cout) @ w.reshape(-1, cout).T
     return _col2im(d.reshape(n, oh, ow, kh, kw, cin), input_shape, strides, pads, dilations)
 

@@ -1,6 +1,8 @@
 """Convolution and pooling: forward values vs slow loop references, gradients, errors."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -232,6 +234,85 @@ def test_conv2d_backprop_input_both_paths(rng, monkeypatch, pad, d, path):
     got = C.conv2d_backprop_input(shape, w, g, strides=1, padding=pad, dilations=d)
     np.testing.assert_allclose(got.numpy(), ref_conv_transpose(g, w, shape, (1, 1), pad, (d, d)),
                                atol=1e-10)
+
+
+@pytest.mark.parametrize("kh,dh", [(1, 1), (2, 1), (3, 1), (4, 1), (3, 2)])
+@pytest.mark.parametrize("vpads", [(0, 0), (1, 1), (2, 0), (0, 3), (3, 1)])
+def test_conv_s1_leaves_height_padding_implicit(rng, kh, dh, vpads):
+    # _conv_s1 never materialises the height padding: each kernel row only adds into the
+    # output rows whose input row exists. Against padding first and the loop reference,
+    # including paddings where no kernel row covers every output row (zero-initialised
+    # path) and where one does (fused first add).
+    xh = rng.standard_normal((2, 5, 6, 3))
+    w = rng.standard_normal((kh, 2, 3, 4))
+    got = C._conv_s1(xh, w, (dh, 1), vpads)
+    padded = np.pad(xh, ((0, 0), vpads, (0, 0), (0, 0)))
+    np.testing.assert_allclose(got, C._conv_s1(padded, w, (dh, 1)), rtol=0, atol=1e-12)
+    pad = [[0, 0], list(vpads), [0, 0], [0, 0]]
+    np.testing.assert_allclose(got, ref_conv(xh, w, (1, 1), pad, (dh, 1)), atol=1e-12)
+    assert got.flags.c_contiguous
+
+
+def test_conv2d_backprop_input_uneven_height_padding(rng):
+    # The transposed-conv input gradient with top != bottom padding and a tall kernel
+    # (the implicit-padding row ranges differ per kernel row), vs the loop reference.
+    w = rng.standard_normal((4, 3, 32, 3))
+    for pad in ([[0, 0], [0, 3], [1, 1], [0, 0]], [[0, 0], [3, 0], [2, 0], [0, 0]],
+                [[0, 0], [1, 2], [0, 2], [0, 0]]):
+        shape = (2, 5, 4, 32)
+        g = rng.standard_normal(ref_conv(np.zeros(shape), w, (1, 1), pad).shape)
+        got = C.conv2d_backprop_input(shape, w, g, strides=1, padding=pad)
+        np.testing.assert_allclose(got.numpy(), ref_conv_transpose(g, w, shape, (1, 1), pad),
+                                   atol=1e-10)
+    # No width padding: the (non-contiguous) gradient is read in place, never copied.
+    w1 = rng.standard_normal((3, 1, 32, 3))
+    g = np.swapaxes(rng.standard_normal((2, 4, 5, 3)), 1, 2)
+    got = C.conv2d_backprop_input((2, 5, 4, 32), w1, g, strides=1, padding="SAME")
+    np.testing.assert_allclose(got.numpy(),
+                               ref_conv_transpose(g, w1, (2, 5, 4, 32), (1, 1), "SAME"),
+                               atol=1e-10)
+
+
+def test_conv_ops_from_data_map_worker_threads(rng):
+    # lk.data runs parallel map calls in worker threads; the conv ops there use per-thread
+    # padding scratch buffers. Every element must equal the same computation done
+    # serially in this thread (bit for bit: the same operations on the same data).
+    xs = rng.standard_normal((12, 2, 9, 9, 32)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 32, 32)).astype(np.float32) * 0.1
+    b = rng.standard_normal(32).astype(np.float32)
+
+    threads = set()
+
+    def work(i):
+        threads.add(threading.get_ident())
+        x = lk.constant(xs[int(i)])
+        wt = lk.constant(w)
+        with lk.GradientTape() as tape:
+            tape.watch([x, wt])
+            y = C.fused_conv2d(x, wt, b, padding="SAME", activation="relu")
+            p = C.max_pool2d(y, 2, 2, "SAME")
+            loss = lk.reduce_sum(p * p)
+        gx, gw = tape.gradient(loss, [x, wt])
+        return gx.numpy(), gw.numpy(), p.numpy()
+
+    serial = [work(i) for i in range(len(xs))]
+    threads.clear()
+    ds = lk.data.Dataset.range(len(xs)).map(lambda i: work(i), num_parallel_calls=2)
+    got = list(ds)
+    assert threads - {threading.get_ident()}, "the map calls did not run in worker threads"
+    assert len(got) == len(serial)
+    for g, s in zip(got, serial):
+        for a, e in zip(g, s):
+            np.testing.assert_array_equal(np.asarray(a), e)
+    # The padding scratch is per thread: a worker never writes into this thread's buffer.
+    x = np.ones((1, 4, 4, 2))
+    mine = C._pad_scratch(x, ((1, 1), (1, 1)))
+    other = []
+    t = threading.Thread(target=lambda: other.append(C._pad_scratch(2 * x, ((1, 1), (1, 1)))))
+    t.start()
+    t.join()
+    assert not np.may_share_memory(mine, other[0])
+    assert mine[0, 1:5, 1:5].min() == 1 and other[0][0, 1:5, 1:5].min() == 2
 
 
 def test_conv2d_second_order_through_nested_tapes(rng):
