@@ -113,6 +113,64 @@ def test_parquet_errors(pq_files, tmp_path):
         Dataset.from_parquet(nested)
 
 
+def test_parquet_memory_map_drops_each_row_group_and_is_closed(pq_files, monkeypatch):
+    # Files are read through a memory map whose pages are dropped after each row group
+    # is decoded; the values must be what pyarrow reads, the drops must move forward over
+    # the whole file, and the map must be closed when the file is done.
+    from layerkit.data import arrow
+    if not arrow._CAN_UNMAP:
+        pytest.skip("no madvise(MADV_DONTNEED) here: files are read without a map")
+    maps, drops = [], []
+    open_orig, drop_orig = arrow._open_parquet, arrow._drop_pages
+
+    def spy_open(pqmod, path):
+        pf, mapped = open_orig(pqmod, path)
+        maps.append((str(path), mapped))
+        return pf, mapped
+
+    def spy_drop(mapped, end):
+        drops.append((mapped, end))
+        drop_orig(mapped, end)
+    monkeypatch.setattr(arrow, "_open_parquet", spy_open)
+    monkeypatch.setattr(arrow, "_drop_pages", spy_drop)
+    want = pa.concat_tables([pq.read_table(pq_files / "a.parquet"),
+                             pq.read_table(pq_files / "b.parquet")])
+    for whole in (arrow.WHOLE_GROUP_BYTES, 0):  # row groups read whole, then streamed
+        monkeypatch.setattr(arrow, "WHOLE_GROUP_BYTES", whole)
+        maps.clear()
+        drops.clear()
+        got = values(Dataset.from_parquet(pq_files, read_batch_size=16).batch(1000))
+        assert [g["i"] for g in got] == [want.column("i").to_pylist()]
+        assert [g["s"] for g in got] == [[v.encode() for v in want.column("s").to_pylist()]]
+        assert [p.rsplit("/", 1)[-1] for p, _ in maps] == ["a.parquet", "b.parquet"]
+        for path, mapped in maps:
+            assert mapped is not None and mapped.closed
+            ends = [e for m, e in drops if m is mapped]
+            assert len(ends) == pq.ParquetFile(path).num_row_groups  # one drop per group
+            assert ends == sorted(ends)
+            assert 0 < ends[-1] <= len(open(path, "rb").read())
+
+
+def test_parquet_without_a_map_and_broken_later_files(pq_files, tmp_path, monkeypatch):
+    from layerkit.data import arrow
+    ref = values(Dataset.from_parquet(pq_files).batch(64))
+    monkeypatch.setattr(arrow, "_CAN_UNMAP", False)  # an OS without madvise: plain reads
+    assert values(Dataset.from_parquet(pq_files).batch(64)) == ref
+    monkeypatch.undo()
+    d = tmp_path / "broken"
+    d.mkdir()
+    pq.write_table(_table(10), d / "a.parquet")
+    (d / "b.parquet").write_bytes(b"not parquet at all, just some bytes")
+    ds = Dataset.from_parquet([d / "a.parquet", d / "b.parquet"])  # only a.parquet is opened
+    with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file"):
+        list(ds)
+    (d / "b.parquet").write_bytes(b"")  # empty: cannot be mapped, reported the same way
+    with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file"):
+        list(ds)
+    with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file"):
+        Dataset.from_parquet(d / "b.parquet")  # the first file, opened for the schema
+
+
 def test_parquet_reads_with_bounded_memory_per_row_group(pq_files, monkeypatch):
     # Record batches hold at most one (small) row group or read_batch_size rows, and files
     # are opened with pre_buffer=False (pyarrow's default pre-buffers whole row groups).
