@@ -24,7 +24,8 @@ Block-wise float32 kernels (gelu, gelu_grad, softplus). NumPy runs one ufunc ove
 whole array at a time, so a chain of 20 ufuncs over 16 MB streams 20 times through
 memory and allocates 20 temporaries. The kernels here run the whole chain on one block
 at a time (``out=`` into scratch that stays in the L2 cache), and arrays of 1M elements
-or more are split over two threads (NumPy releases the GIL inside ufunc loops).
+or more are split over two threads (NumPy releases the GIL inside ufunc loops) when
+NumPy's BLAS is pinned to one thread (see ``_default_threads``).
 Measured on the 2-core box (4M float32, benchmarks/bench_gelu.py, medians): exact
 gelu forward 13 ms, forward + gradient 22 ms, where the same formula op by op takes 45
 and 68 ms (torch's fused kernels: 1.4 and 5.5 ms); tanh form 6.2 / 16.7 ms vs 16.9 /
@@ -92,8 +93,23 @@ def _axis_arg(axis, ndim: int, op: str) -> int:
 _BLOCK = 32768
 _BLOCK_THREADED = 131072
 _PARALLEL_MIN = 1 << 20     # below this, thread hand-offs cost more than they save
-# Two threads gave 1.4x on a quiet machine (more were not measured: GIL hand-offs grow).
-_THREADS = max(1, min(os.cpu_count() or 1, 2))   # the calling thread is one of them
+
+
+def _default_threads() -> int:
+    """Threads for one kernel call (the calling thread is one of them).
+
+    Two threads gave 1.36x on gelu alone (4M float32, 15.7 -> 11.6 ms), but OpenBLAS's
+    idle workers busy-wait on the other core for ~0.1 s after every multi-threaded GEMM,
+    and a gelu nearly always follows one: a Dense(2048x512 @ 512x2048) + gelu forward and
+    backward step took 62.3 ms with one thread and 64.8-66.2 ms with two (three
+    alternating runs). So the kernels split only when the environment pins NumPy's BLAS
+    to one thread, and then over at most two (more were not measured).
+    """
+    blas = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+    return max(1, min(os.cpu_count() or 1, 2)) if blas == "1" else 1
+
+
+_THREADS = _default_threads()
 _POOL: list = []
 _POOL_LOCK = threading.Lock()
 

@@ -6,6 +6,7 @@ softplus kernels (block edges, the threaded path, broadcast gradients), and that
 gradient-table rows of tests/ops/rows_nn.py cover every public function.
 """
 import math
+import os
 import warnings
 
 import numpy as np
@@ -129,9 +130,11 @@ def test_activations_reject_integer_inputs():
 
 
 # ---- gelu / softplus kernels --------------------------------------------------------------
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("n", [1, 1000, 3 * N._BLOCK + 17, N._PARALLEL_MIN + 12345])
-def test_gelu_float32_kernel_sizes(n):
+def test_gelu_float32_kernel_sizes(n, threads, monkeypatch):
     # Sizes around one block, several blocks with a ragged tail, and the threaded path.
+    monkeypatch.setattr(N, "_THREADS", threads)
     x = (rng.standard_normal(n) * 3).astype(np.float32)
     g = rng.standard_normal(n).astype(np.float32)
     for approximate, ref, dref in (
@@ -142,6 +145,16 @@ def test_gelu_float32_kernel_sizes(n):
         np.testing.assert_allclose(y.numpy(), ref(x), rtol=2e-6, atol=3e-7)
         if dref is not None:
             np.testing.assert_allclose(dx.numpy(), g * dref(x), rtol=2e-6, atol=3e-7)
+
+
+def test_kernel_threads_follow_the_blas_thread_count(monkeypatch):
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    assert N._default_threads() == 1  # multi-threaded BLAS: its spinning workers own the core
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert N._default_threads() == min(os.cpu_count() or 1, 2)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert N._default_threads() == 1
 
 
 def test_gelu_float32_accuracy_over_the_whole_range():
