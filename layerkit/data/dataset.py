@@ -314,7 +314,12 @@ class Dataset:
                 knob; it does not batch the dataset: use ``.batch(n)``, which then
                 slices those record batches directly).
 
-        The cardinality is exact (from the files' metadata). Example::
+        The cardinality is exact (from the files' metadata). Files are read through a
+        read-only memory map where the OS allows it, and each row group's pages are
+        released once it is decoded, so memory stays about one row group whatever the
+        file size. As with any memory-mapped reader, truncating a file in place while it
+        is being read can crash the process (SIGBUS); replacing it by a rename is safe.
+        A file that is not Parquet raises a ``ValueError`` naming it. Example::
 
             ds = lk.data.Dataset.from_parquet("data/", columns=["x", "y"]).batch(1024)
         """
