@@ -99,26 +99,30 @@ def _broadcast_error(op: Op, args: tuple) -> None:
 # scalar. Only where that is exactly NumPy's cast: nonzero (0.0 and -0.0 are equal as
 # dict keys but not as operands), finite after the cast, ints within 2**24 (exact in
 # float32). The cache is bounded; scalars beyond it take NumPy's own path. The operator
-# methods hold the dict's ``get``: clear it, never rebind it.
+# methods hold the cache itself: clear it, never rebind it.
 _F32 = np.dtype(np.float32)
-_F32_SCALARS: dict = {}
 _F32_SCALARS_MAX = 256
 _F32_EXACT_INT = 1 << 24
 
 
-def _f32_scalar(v):
-    """``v`` as a cached read-only 0-d float32 array when that is exact, else ``v``."""
-    if len(_F32_SCALARS) >= _F32_SCALARS_MAX:
-        return v
-    if type(v) is int and not -_F32_EXACT_INT <= v <= _F32_EXACT_INT:
-        return v
-    with np.errstate(over="ignore"):
-        z = np.array(v, np.float32)
-    if not np.isfinite(z):
-        return v
-    z.flags.writeable = False
-    _F32_SCALARS[v] = z
-    return z
+class _F32Scalars(dict):
+    """``cache[v]``: a nonzero Python scalar ``v`` as a read-only 0-d float32 array when
+    that is exact (cached), else ``v`` itself (not cached)."""
+
+    def __missing__(self, v):
+        if len(self) >= _F32_SCALARS_MAX or (
+                type(v) is int and not -_F32_EXACT_INT <= v <= _F32_EXACT_INT):
+            return v
+        with np.errstate(over="ignore"):
+            z = np.array(v, np.float32)
+        if not np.isfinite(z):
+            return v
+        z.flags.writeable = False
+        self[v] = z
+        return z
+
+
+_F32_SCALARS = _F32Scalars()
 
 
 def _fast2(op: Op, x, y) -> Tensor:
@@ -136,8 +140,7 @@ def _fast2(op: Op, x, y) -> Tensor:
                 if ty is float or ty is int:
                     xv = x._v
                     if y and type(xv) is np.ndarray and xv.dtype is _F32:
-                        z = _F32_SCALARS.get(y)
-                        y = _f32_scalar(y) if z is None else z
+                        y = _F32_SCALARS[y]
                     t = _new(Tensor)
                     t._v = op.forward(xv, y)
                     return t
@@ -146,8 +149,7 @@ def _fast2(op: Op, x, y) -> Tensor:
                 if tx is float or tx is int:
                     yv = y._v
                     if x and type(yv) is np.ndarray and yv.dtype is _F32:
-                        z = _F32_SCALARS.get(x)
-                        x = _f32_scalar(x) if z is None else z
+                        x = _F32_SCALARS[x]
                     t = _new(Tensor)
                     t._v = op.forward(x, yv)
                     return t
@@ -217,14 +219,13 @@ def _operator(op: Op):
     """The ``Tensor.__op__`` method for a ufunc-backed binary record, with elision."""
     ufunc = op.forward
     public = {_ADD: add, _SUB: subtract, _MUL: multiply, _DIV: divide}[op]
-    ndarray, f32, cached = np.ndarray, _F32, _F32_SCALARS.get  # closure cells: ~30 ns less
+    ndarray, f32, cached = np.ndarray, _F32, _F32_SCALARS  # closure cells: ~30 ns less
 
     def method(x, y):
         if not RECORDERS and type(x) is Tensor and (type(y) is float or type(y) is int):
             xv = x._v  # Tensor with a weak Python scalar: one frame, as in _fast2
             if y and type(xv) is ndarray and xv.dtype is f32:
-                z = cached(y)
-                y = _f32_scalar(y) if z is None else z
+                y = cached[y]
             t = _new(Tensor)
             t._v = ufunc(xv, y)
             return t
@@ -251,14 +252,13 @@ def _reflected_operator(op: Op):
     """``Tensor.__rop__``: ``2.0 * t`` with one frame when the other side is a scalar."""
     ufunc = op.forward
     public = {_ADD: add, _SUB: subtract, _MUL: multiply, _DIV: divide}[op]
-    ndarray, f32, cached = np.ndarray, _F32, _F32_SCALARS.get
+    ndarray, f32, cached = np.ndarray, _F32, _F32_SCALARS
 
     def method(y, x):
         if not RECORDERS and type(y) is Tensor and (type(x) is float or type(x) is int):
             yv = y._v
             if x and type(yv) is ndarray and yv.dtype is f32:
-                z = cached(x)
-                x = _f32_scalar(x) if z is None else z
+                x = cached[x]
             t = _new(Tensor)
             t._v = ufunc(x, yv)
             return t
