@@ -11,7 +11,8 @@ Where the OS allows it, pyarrow reads a file through a read-only memory map (no 
 out of the page cache: 2M rows x 16 plain columns in 1024-row batches, 15-20M rows/s
 read()-based against 23-28M/s mapped), and the pages of each row group are unmapped
 (``MADV_DONTNEED``) once it is decoded, so peak memory stays that of one row group
-(138 MB for 1M, 2M and 4M rows; a plain map grew with the file: 258 / 350 / 537 MB).
+(benchmark process: 179 MB peak RSS for 1M, 2M and 4M rows; a plain map grew with the
+file: 258 / 350 / 537 MB).
 The decoded arrays never point into the map. As with any memory-mapped reader, a file
 truncated in place while it is being read can crash the process (SIGBUS); files
 replaced by rename, as writers usually do, are safe.
@@ -353,10 +354,7 @@ class ParquetNode(ColumnarNode):
         self.paths = _expand_paths(paths, _PARQUET_EXT, self.name)
         self.read_batch_size = int(read_batch_size)
         pq = self._pq()
-        try:
-            first = pq.ParquetFile(self.paths[0], pre_buffer=False)
-        except _pa().ArrowInvalid as e:
-            raise _not_parquet(self.paths[0], e) from e
+        first = _checked(self.paths[0], pq.ParquetFile, self.paths[0], pre_buffer=False)
         try:
             where = f"Dataset.from_parquet({self.paths[0]})"
             self.columns = _project(first.schema_arrow, columns, where)
@@ -374,7 +372,7 @@ class ParquetNode(ColumnarNode):
     def cardinality(self) -> int:
         if self._rows is None:
             pq = self._pq()
-            self._rows = sum(_metadata(pq, p).num_rows for p in self.paths)
+            self._rows = sum(_checked(p, pq.read_metadata, p).num_rows for p in self.paths)
         return self._rows
 
     def open_part(self, i: int, start_row: int):
@@ -411,24 +409,19 @@ def _open_parquet(pq, path: str):
                 buf = _pa().py_buffer(mapped)
                 return pq.ParquetFile(_pa().BufferReader(buf), pre_buffer=False), mapped
             except Exception:
-                buf = None
+                buf = None  # our view of the map: released, so that it can close
                 _unmap(mapped)
                 # not a Parquet file, say: the plain open below reports it with its path
+    return _checked(path, pq.ParquetFile, path, pre_buffer=False), None
+
+
+def _checked(path: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; pyarrow's "not Parquet" errors name ``path``."""
     try:
-        return pq.ParquetFile(path, pre_buffer=False), None
+        return fn(*args, **kwargs)
     except _pa().ArrowInvalid as e:
-        raise _not_parquet(path, e) from e
-
-
-def _metadata(pq, path: str):
-    try:
-        return pq.read_metadata(path)
-    except _pa().ArrowInvalid as e:
-        raise _not_parquet(path, e) from e
-
-
-def _not_parquet(path: str, e: Exception) -> ValueError:
-    return ValueError(f"Dataset.from_parquet: {path} is not a readable Parquet file ({e})")
+        raise ValueError(f"Dataset.from_parquet: {path} is not a readable Parquet file "
+                         f"({e})") from e
 
 
 def _unmap(mapped) -> None:
