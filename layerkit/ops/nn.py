@@ -101,7 +101,7 @@ def _default_threads() -> int:
     Two threads gave 1.36x on gelu alone (4M float32, 15.7 -> 11.6 ms), but OpenBLAS's
     idle workers busy-wait on the other core for ~0.1 s after every multi-threaded GEMM,
     and a gelu nearly always follows one: a Dense(2048x512 @ 512x2048) + gelu forward and
-    backward step took 62.3 ms with one thread and 64.8-66.2 ms with two (three
+    backward step took 60.6-62.4 ms with one thread and 64.1-66.2 ms with two (three
     alternating runs). So the kernels split only when the environment pins NumPy's BLAS
     to one thread, and then over at most two (more were not measured).
     """
