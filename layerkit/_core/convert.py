@@ -109,10 +109,31 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
     return Tensor(to_array(value, dtype))
 
 
-def constant(value, dtype=None) -> Tensor:
-    """Create a Tensor holding a copy of ``value`` (optionally cast to ``dtype``)."""
+def constant(value, dtype=None, shape=None, name=None) -> Tensor:
+    """Create a Tensor holding a copy of ``value`` (optionally cast to ``dtype``).
+
+    Args:
+        value: a Tensor, NumPy array, Python scalar or nested list.
+        dtype: optional dtype to cast to.
+        shape: optional shape (TF): a one-element ``value`` is broadcast to it, any
+            other ``value`` is reshaped to it and must have as many elements.
+        name: accepted for TensorFlow compatibility; unused.
+
+    Raises:
+        ValueError: ``value`` does not fit ``shape``.
+    """
     a = to_array(value, dtype)
     src = value._v if isinstance(value, Tensor) else value
     if a is src:  # never alias the caller's array: Tensors are immutable
         a = a.copy()
+    if shape is not None:
+        shape = tuple(int(d) for d in (np.asarray(shape).reshape(-1)))
+        n = int(np.prod(shape, dtype=np.int64))
+        if a.size == 1 and n != 1:
+            a = np.full(shape, a.reshape(()), a.dtype)
+        elif a.size == n:
+            a = a.reshape(shape)
+        else:
+            raise ValueError(f"constant: value of shape {a.shape} ({a.size} elements) "
+                             f"does not fit shape {shape} ({n} elements)")
     return Tensor(a)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from layerkit._core.context import RECORDERS
-from layerkit._core.convert import to_array
+from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 
@@ -70,7 +70,10 @@ def _values(args: tuple) -> list:
             vals.append(to_array(a))
             strong = True
     if weak and not strong:
-        vals = [to_array(v) if type(v) in _SCALARS else v for v in vals]
+        # Only Python scalars: a float among them makes the op float32 (the default
+        # float), never float64 from int64 + float32 promotion (``lk.pow(2, 0.5)``).
+        dt = FLOATX if float in map(type, vals) else None
+        vals = [to_array(v, dt) if type(v) in _SCALARS else v for v in vals]
     return vals
 
 

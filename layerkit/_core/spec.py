@@ -47,10 +47,15 @@ class TensorSpec:
     def __init__(self, shape=None, dtype="float32", name: str | None = None) -> None:
         if shape is not None:
             try:
+                if isinstance(shape, str):
+                    raise TypeError
                 shape = tuple(None if d is None else int(d) for d in shape)
-            except TypeError:
+            except (TypeError, ValueError):
                 raise TypeError(f"TensorSpec: shape must be a sequence of ints and None, "
                                 f"received {shape!r}") from None
+            if any(d is not None and d < 0 for d in shape):
+                raise ValueError(f"TensorSpec: dimensions must be >= 0 or None (unknown), "
+                                 f"received shape {shape}")
         self.shape = shape
         self.dtype = _norm_dtype(as_dtype(dtype))
         self.name = name

@@ -25,6 +25,11 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, value) -> None:
+        if isinstance(value, (list, tuple)):
+            # ``lk.Tensor([1.0, 2.0])`` from user code: the conversion rules of
+            # lk.constant (a bare list would report shape () and the wrong dtype).
+            from layerkit._core.convert import to_array
+            value = to_array(value)
         self._v = value
 
     # ---- value access -------------------------------------------------------------
@@ -92,6 +97,14 @@ class Tensor:
         return f"Tensor({body}, shape={self.shape}, dtype={self.dtype.name})"
 
     __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        # f"{loss:.4f}" on a one-element tensor, as on a TF EagerTensor.
+        if not spec:
+            return str(self)
+        if self.size == 1:
+            return format(np.asarray(self._v).reshape(())[()], spec)
+        return format(np.asarray(self._v), spec)
 
     def __hash__(self) -> int:  # tensors are used as dict keys by identity (like TF refs)
         return id(self)

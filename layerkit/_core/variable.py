@@ -21,6 +21,25 @@ def _notify(hook: str, *args) -> None:
             fn(*args)
 
 
+def keep_reads(var: Variable) -> None:
+    """Call just before ``var``'s value changes (assign, an optimizer's in-place update)
+    while a recorder is active: tapes that recorded ops reading ``var`` hand those ops
+    one shared snapshot of the old value (TensorFlow's read semantics). A graph tracer
+    sees the snapshot as a read of ``var`` made before the change."""
+    snap = None
+    recorders = tuple(RECORDERS)
+    for r in recorders:
+        fn = getattr(r, "keep_reads", None)
+        if fn is not None:
+            snap = fn(var, snap)
+    if snap is not None:
+        for r in recorders:
+            if not hasattr(r, "keep_reads"):
+                fn = getattr(r, "record_read_value", None)
+                if fn is not None:
+                    fn(var, snap)
+
+
 class Variable(Tensor):
     """A mutable tensor, usable wherever a Tensor is.
 
@@ -90,6 +109,12 @@ class Variable(Tensor):
                 f"Variable '{self._name}': cannot {what} a value of shape {a.shape}; "
                 f"the variable's shape is {self._v.shape}"
             )
+        if a.dtype.kind in "fc" and self._v.dtype.kind in "biu":
+            # Never a silent truncation (TF refuses too): 1.5 into an int variable.
+            raise TypeError(
+                f"Variable '{self._name}': cannot {what} a value of dtype {a.dtype.name} "
+                f"to a variable of dtype {self._v.dtype.name}; cast it first (lk.cast)"
+            )
         return a
 
     def assign(self, value) -> Variable:
@@ -97,6 +122,7 @@ class Variable(Tensor):
         a = self._checked(value, "assign")
         # Replace rather than write in place: a tape may hold the old array.
         if RECORDERS:  # before the update, so a tracer can also undo it
+            keep_reads(self)
             _notify("record_assign", self, "assign", value)
         self._v = a.astype(self._v.dtype, copy=True)
         return self
@@ -104,6 +130,7 @@ class Variable(Tensor):
     def assign_add(self, delta) -> Variable:
         a = self._checked(delta, "assign_add")
         if RECORDERS:  # before the update, so a tracer can also undo it
+            keep_reads(self)
             _notify("record_assign", self, "assign_add", delta)
         self._v = (self._v + a).astype(self._v.dtype, copy=False)
         return self
@@ -111,6 +138,7 @@ class Variable(Tensor):
     def assign_sub(self, delta) -> Variable:
         a = self._checked(delta, "assign_sub")
         if RECORDERS:  # before the update, so a tracer can also undo it
+            keep_reads(self)
             _notify("record_assign", self, "assign_sub", delta)
         self._v = (self._v - a).astype(self._v.dtype, copy=False)
         return self

@@ -10,6 +10,7 @@ from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
+from layerkit.autodiff.nest import flatten, pack_like
 
 
 class _VariableWatcher:
@@ -26,6 +27,10 @@ class _VariableWatcher:
         pass
 
 
+def _holds_tensor(a) -> bool:
+    return isinstance(a, (list, tuple, dict)) and any(isinstance(x, Tensor) for x in flatten(a))
+
+
 def _takes_variables(fn: Callable) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -40,7 +45,8 @@ def custom_gradient(f: Callable) -> Callable:
     """Decorator giving ``f`` a hand-written gradient.
 
     ``f(*args)`` returns ``(y, grad_fn)``. ``grad_fn(*upstream)`` returns one gradient per
-    positional input (a single value when there is one input). If ``f`` reads trainable
+    positional input (a single value when there is one input); an argument that is a
+    list/tuple/dict of Tensors counts as its flattened tensors, in order. If ``f`` reads trainable
     Variables, ``grad_fn(*upstream, variables=None)`` must return
     ``(input_grads, variable_grads)``. A ``grad_fn`` written with lk ops is itself
     differentiable, so higher-order gradients work.
@@ -58,11 +64,19 @@ def custom_gradient(f: Callable) -> Callable:
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        ins = tuple(convert_to_tensor(a) for a in args)
+        # A list/tuple/dict argument holding Tensors is a structure of inputs (as in TF),
+        # not one value to stack: stacking would cut its tensors off the tape.
+        structured = [_holds_tensor(a) for a in args]
+        if True in structured:
+            call_args = [pack_like(a, [convert_to_tensor(x) for x in flatten(a)]) if s
+                         else convert_to_tensor(a) for a, s in zip(args, structured)]
+            ins = tuple(flatten(call_args))
+        else:
+            ins = call_args = tuple(convert_to_tensor(a) for a in args)
         watcher = _VariableWatcher()
         context.push(watcher)
         try:
-            result = f(*ins, **kwargs)
+            result = f(*call_args, **kwargs)
         finally:
             context.pop(watcher)
         if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):

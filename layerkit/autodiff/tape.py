@@ -8,7 +8,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.context import RECORDERS
 from layerkit._core.convert import convert_to_tensor
-from layerkit._core.op import wrap
+from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.autodiff import jacobian as _jac
@@ -16,6 +16,7 @@ from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.ops.creation import zeros_like
 
+_READ_VALUE = Op("read_value", lambda x: x.copy(), lambda g, ins, out, needs: (g,))
 _SCALAR_ONES: dict = {}
 _NEEDS_ONE = (True,)
 _NEEDS_NONE2 = (False, False)
@@ -39,6 +40,13 @@ def _ones(t: Tensor) -> np.ndarray:
         one.flags.writeable = False
         _SCALAR_ONES[dtype] = one
     return one
+
+
+def _target(t) -> Tensor:
+    if t is None:  # a function that returned nothing: say so, not "cannot convert"
+        raise TypeError("GradientTape.gradient: target must be a Tensor or a nested "
+                        "structure of Tensors, received None")
+    return convert_to_tensor(t)
 
 
 def _is_float(t: Tensor) -> bool:
@@ -114,6 +122,38 @@ class GradientTape:
                 and _get_ident() == self._thread and var._v.dtype.kind in "fc"):
             # _watch_one inlined: once per variable per step. A Variable holds an array.
             self._watched[key] = self._roots[key] = self._variables[key] = var
+
+    def record_read_value(self, var: Variable, snapshot: Tensor) -> None:
+        # Variable.value()/read_value() in the block: the snapshot is a read of the
+        # variable (TF's ReadVariableOp), so gradients reach the variable through it.
+        self.read_variable(var)
+        self.record(_READ_VALUE, (var,), (snapshot,), {})
+
+    def keep_reads(self, var: Variable, snap: Tensor | None) -> Tensor | None:
+        """Called (through ``Variable.keep_reads``) just before ``var`` changes while this
+        tape records. Ops recorded so far that read ``var`` keep the value they read, as
+        in TensorFlow: they get ``snap``, a copy of the current value shared by all
+        active tapes (made here if None and needed), and an identity node ties it back
+        to ``var`` so gradients still reach it. Returns the snapshot."""
+        nodes = self._nodes
+        used = False
+        for k, (op, ins, outs, attrs, needs) in enumerate(nodes):
+            for t in ins:
+                if t is var:
+                    break
+            else:
+                continue
+            if snap is None:  # a copy: optimizers update in place
+                snap = wrap(np.array(var._v, copy=True))
+            used = True
+            nodes[k] = (op, tuple(snap if t is var else t for t in ins), outs, attrs, needs)
+        if used:
+            watched = id(var) in self._watched
+            if watched:
+                self._watched[id(snap)] = snap
+            nodes.insert(0, (_READ_VALUE, (var,), (snap,), {}, (watched,)))
+        return snap
+
 
     def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
         if op.vjp is None:
@@ -231,16 +271,19 @@ class GradientTape:
                 seed._v = _ones(target)
                 seeds = [seed]
         else:
-            targets = [convert_to_tensor(t) for t in flatten(target)]
+            targets = [_target(t) for t in flatten(target)]
             if output_gradients is None:
                 seeds = [wrap(_ones(t)) for t in targets]
         if output_gradients is not None:
-            seeds = [convert_to_tensor(g) for g in flatten(output_gradients)]
+            # None entries mean "ones" (TF), e.g. output_gradients=[g1, None].
+            seeds = [None if g is None else convert_to_tensor(g)
+                     for g in flatten(output_gradients)]
             if len(seeds) != len(targets):
                 raise ValueError(
                     f"output_gradients: expected {len(targets)} gradients (one per target), "
                     f"received {len(seeds)}"
                 )
+            seeds = [wrap(_ones(t)) if s is None else s for t, s in zip(targets, seeds)]
             for t, s in zip(targets, seeds):
                 if s.shape != t.shape:
                     raise ValueError(
@@ -287,10 +330,18 @@ class GradientTape:
             out.append(g)
         return pack_like(sources, out)
 
-    def jacobian(self, target, source, unconnected_gradients: str = "none"):
-        """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``."""
+    def jacobian(self, target, source, unconnected_gradients: str = "none",
+                 parallel_iterations=None, experimental_use_pfor: bool = True):
+        """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``.
+
+        ``source`` may be a nested structure (the result has its structure). An
+        unwatched source gives None (zeros with ``'zero'``). ``parallel_iterations`` and
+        ``experimental_use_pfor`` are accepted for TensorFlow compatibility and ignored.
+        """
         return _jac.jacobian(self, target, source, unconnected_gradients)
 
-    def batch_jacobian(self, target, source, unconnected_gradients: str = "none"):
-        """Per-example Jacobian: shape ``(batch,) + target.shape[1:] + source.shape[1:]``."""
+    def batch_jacobian(self, target, source, unconnected_gradients: str = "none",
+                       parallel_iterations=None, experimental_use_pfor: bool = True):
+        """Per-example Jacobian: shape ``(batch,) + target.shape[1:] + source.shape[1:]``
+        (arguments as in :meth:`jacobian`)."""
         return _jac.batch_jacobian(self, target, source, unconnected_gradients)

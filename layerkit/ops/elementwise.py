@@ -156,9 +156,28 @@ def _fast2(op: Op, x, y) -> Tensor:
         elif type(x) is Tensor and type(y) is Tensor:
             return record_binary(op, x, y)
         return apply(op, x, y)
-    except ValueError:
+    except ValueError as e:
         _broadcast_error(op, (x, y))
+        _named_error(op, e, (x, y))
         raise
+    except (TypeError, OverflowError) as e:
+        _named_error(op, e, (x, y))
+        raise
+
+
+def _named_error(op: Op, e: Exception, args: tuple) -> None:
+    """Re-raise a bare NumPy/Python error of ``op`` (``int ** -1``, ``int8 + 1000``,
+    ``float + str``) with the op's name and the operands' dtypes; errors that already
+    name the op pass through unchanged."""
+    msg = str(e)
+    if msg.startswith(op.name) or not (type(e) in (ValueError, TypeError, OverflowError)
+                                       or type(e).__module__.startswith("numpy")):
+        return
+    kinds = ", ".join(getattr(getattr(a, "_v", a), "dtype", type(a).__name__).__str__()
+                      for a in args)
+    base = OverflowError if isinstance(e, OverflowError) else (
+        TypeError if isinstance(e, TypeError) else ValueError)
+    raise base(f"{op.name}: {msg} (received operands of dtype {kinds})") from e
 
 
 # ---- temporary elision for operators (what NumPy does for ``a * b + c``) -------------
@@ -855,8 +874,10 @@ def where(cond, x=None, y=None) -> Tensor:
     if x is None or y is None:
         raise ValueError("where: give both x and y, or neither (to get coordinates)")
     if type(x) in _PY_SCALARS and type(y) in _PY_SCALARS:
-        # Only the condition is an array: scalars take the default dtypes (float32).
-        x, y = to_array(x), to_array(y)
+        # Only the condition is an array: scalars take the default dtypes (float32),
+        # a float with an int too (never int64 + float32 -> float64).
+        dt = np.float32 if float in (type(x), type(y)) else None
+        x, y = to_array(x, dt), to_array(y, dt)
     return _apply_n(_WHERE, cond, x, y)
 
 

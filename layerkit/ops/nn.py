@@ -214,8 +214,9 @@ def relu(features) -> Tensor:
 
 
 def relu6(features) -> Tensor:
-    """``min(max(features, 0), 6)``."""
-    return _ew.minimum(relu(features), 6)
+    """``min(max(features, 0), 6)``; the gradient is 0 at 0 and at 6 (as in TF)."""
+    # 6 first: minimum sends a tie's gradient to its first argument.
+    return _ew.minimum(6, relu(features))
 
 
 def leaky_relu(features, alpha: float = 0.2) -> Tensor:
@@ -239,7 +240,8 @@ def elu(features, alpha: float = 1.0) -> Tensor:
 def selu(features) -> Tensor:
     """Scaled ELU with the self-normalising constants of Klambauer et al. (2017)."""
     x = _floating(features, "selu")
-    return _ew.multiply(_ew.where(_ew.greater(x, 0), x, _neg_expm1(x, _SELU_ALPHA)),
+    # >= 0: the gradient at 0 is ``scale`` (TF's SeluGrad tests ``x < 0``).
+    return _ew.multiply(_ew.where(_ew.greater_equal(x, 0), x, _neg_expm1(x, _SELU_ALPHA)),
                         _SELU_SCALE)
 
 

@@ -59,6 +59,15 @@ def _param(v, dt: np.dtype):
 
 
 # ---- where a draw comes from -----------------------------------------------------------
+def _seed_int(seed, op: str, expected: str = "an int") -> int:
+    """``seed`` as a non-negative int: TF accepts any int seed, NumPy only >= 0, so a
+    negative seed maps to its 64-bit two's complement (distinct seeds stay distinct)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{op}: seed must be {expected}, received {type(seed).__name__}")
+    seed = int(seed)
+    return seed if seed >= 0 else seed % (1 << 64)
+
+
 def source_of(seed, op: str = "lk.random"):
     """The ``source`` attribute of a random record for a user-facing ``seed``.
 
@@ -67,10 +76,7 @@ def source_of(seed, op: str = "lk.random"):
     """
     if seed is None or isinstance(seed, Generator):
         return seed
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"{op}: seed must be an int, an lk.random.Generator or None, "
-                        f"received {type(seed).__name__}")
-    seed = int(seed)
+    seed = _seed_int(seed, op, "an int, an lk.random.Generator or None")
     if context.RECORDERS and context.tracing():
         return Generator(seed)  # this graph node's own stream: a sequence across calls
     return seed
@@ -221,7 +227,7 @@ class Generator:
     def __init__(self, seed: int | None = None) -> None:
         if seed is None:
             seed = next_seed()
-        self._seed = int(seed)
+        self._seed = _seed_int(seed, "lk.random.Generator", "an int or None")
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 
     @classmethod
@@ -300,9 +306,18 @@ def global_generator() -> Generator:
     return _GLOBAL[0]
 
 
-def set_seed(seed: int) -> None:
-    """Make every seedless random consumer reproducible from ``seed``."""
-    _GLOBAL[0] = Generator(int(seed))
+def set_seed(seed: int | None) -> None:
+    """Make every seedless random consumer reproducible from ``seed``.
+
+    ``None`` reseeds from fresh OS entropy (TF: clears the global seed).
+
+    Raises:
+        TypeError: ``seed`` is not an int or None.
+    """
+    if seed is None:
+        _GLOBAL[0] = Generator(seed=np.random.SeedSequence().entropy % (2**63))
+    else:
+        _GLOBAL[0] = Generator(_seed_int(seed, "lk.random.set_seed", "an int or None"))
 
 
 def get_state() -> dict:

@@ -18,7 +18,7 @@ import weakref
 import numpy as np
 
 from layerkit._core import context
-from layerkit._core.op import wrap
+from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.autodiff.function import executor as _executor
@@ -38,6 +38,22 @@ from layerkit.autodiff.function.trace import Tracer
 from layerkit.autodiff.nest import flatten, pack_like
 
 _new = object.__new__
+
+# ``y = x`` for tapes only: links the fresh graph input made for a repeated argument.
+_ALIAS = Op("alias", lambda x: x, lambda g, ins, out, needs: (g,))
+
+
+def _link_repeated(tracer: Tracer, owned: list, leaves: list) -> None:
+    """Record ``leaf = alias(caller's tensor)`` on the caller's tapes for each tensor
+    passed more than once: the tracer traces only its first occurrence in place, so the
+    other occurrences are fresh tensors that the tapes would not know (``f(x, x)`` then
+    lost the gradient through the second argument on the tracing call)."""
+    for o, t in zip(owned, leaves):
+        if t is o or not isinstance(o, Tensor) or isinstance(o, Variable):
+            continue
+        for r in tuple(context.RECORDERS):
+            if r is not tracer and not getattr(r, "tracing", False):
+                r.record(_ALIAS, (o,), (t,), {})
 
 # Warn from the sixth trace of one function on (TensorFlow warns at a similar count).
 MAX_TRACES = 5
@@ -230,7 +246,7 @@ class Function:
         key = id(instance)
         entry = self._bound.get(key)
         if entry is not None and entry[0]() is instance:
-            return entry[1]
+            return _BoundFunction(entry[1], instance)
         # One Function (its own cache) per instance, holding the instance weakly so the
         # cache does not keep it alive.
         try:
@@ -245,7 +261,7 @@ class Function:
         bound = Function(method, self._sig, self._jit, self._name)
         bound._names = self._names[1:]
         self._bound[key] = (ref, bound)
-        return bound
+        return _BoundFunction(bound, instance)
 
     # ---- tracing ------------------------------------------------------------------------
     def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
@@ -298,6 +314,8 @@ class Function:
                 owned = ck.leaves if own else [None] * len(ck.arrays)
                 leaves = [tracer.param(a, p, o)
                           for a, p, o in zip(ck.arrays, described.paths, owned)]
+                if own:
+                    _link_repeated(tracer, owned, leaves)
                 targs, tkwargs = rebuild(args, kwargs, leaves)
                 result = self._python_fn(*targs, **tkwargs)
                 self._record_outputs(tracer, result)
@@ -367,6 +385,27 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<lk.function {self._name} traces={self.trace_count}>"
+
+
+class _BoundFunction:
+    """``obj.method`` of an lk.function method: the instance's own Function (its trace
+    cache holds the instance weakly), plus a strong reference to the instance for as
+    long as this object lives, so ``Temp().method(x)`` works on a temporary instance."""
+
+    __slots__ = ("_function", "_instance")
+
+    def __init__(self, function: Function, instance) -> None:
+        self._function = function
+        self._instance = instance
+
+    def __call__(self, *args, **kwargs):
+        return self._function(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._function, name)
+
+    def __repr__(self) -> str:
+        return repr(self._function)
 
 
 def _skeleton(structure):
