@@ -88,8 +88,12 @@ class CallbackList:
         if not hook.startswith("on_"):
             raise AttributeError(hook)
         fns = self.__dict__["_active"][hook]
+        # Like Keras, every hook gets a logs dict ({} when the loop has none).
+        arity = 2 if ("batch" in hook or "epoch" in hook) else 1
 
         def call(*args):
+            if len(args) < arity or args[-1] is None:
+                args = args[:arity - 1] + ({},)
             for fn in fns:
                 fn(*args)
 

@@ -410,7 +410,7 @@ class Loss:
         """The reduced loss of a batch (a scalar Tensor unless ``reduction='none'``)."""
         values = self.call(y_true, y_pred)
         if sample_weight is None and self.reduction in ("sum_over_batch_size", "mean") \
-                and values.ndim:
+                and values.ndim and 0 not in values.shape:  # (reduce_mean of nothing: nan)
             return _reduce.reduce_mean(values)  # sum / size, in one op
         return reduce_weighted_values(values, sample_weight, self.reduction)
 
@@ -528,7 +528,8 @@ SparseCategoricalCrossentropy = _wrapper_class(
 
     Args:
         from_logits: predictions are logits (stable fused sparse softmax cross-entropy).
-        ignore_class: a label value whose samples contribute 0.
+        ignore_class: a label value whose samples are masked out (loss 0; the mean
+            reductions average over the other samples, as in Keras).
         axis: the class axis (only -1).
 
     Raises:
@@ -539,6 +540,30 @@ SparseCategoricalCrossentropy = _wrapper_class(
         ...                                             [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769
     """, params=(("from_logits", False), ("ignore_class", None), ("axis", -1)))
+
+
+def _scce_call(self, y_true, y_pred, sample_weight=None) -> Tensor:
+    """The reduced loss; with ``ignore_class`` the ignored samples are masked out as in
+    Keras: the mean reductions divide by the number of kept samples, not of all."""
+    ignore = self._fn_kwargs.get("ignore_class")
+    if ignore is None or self.reduction in ("sum", "none"):
+        return Loss.__call__(self, y_true, y_pred, sample_weight)
+    values = self.call(y_true, y_pred)
+    labels = _tensor(y_true)
+    if labels.ndim == values.ndim + 1 and labels.shape[-1] == 1:
+        labels = _array.squeeze(labels, -1)
+    keep = _ew.cast(_ew.not_equal(labels, ignore), values.dtype)
+    if self.reduction == "mean_with_sample_weight":
+        if sample_weight is not None:
+            sw, keep = _same_rank(_ew.cast(_tensor(sample_weight), values.dtype), keep)
+            keep = _ew.multiply(keep, sw)
+        return reduce_weighted_values(values, keep, self.reduction)
+    total = reduce_weighted_values(values, sample_weight, "sum")
+    return _ew.divide(total, _ew.add(_reduce.reduce_sum(keep), 1e-7))  # Keras's epsilon
+
+
+SparseCategoricalCrossentropy.__call__ = _scce_call
+
 KLDivergence = _wrapper_class("KLDivergence", kl_divergence, "kl_divergence",
                               "Kullback-Leibler divergence ``sum(y_true * log(y_true/y_pred))``.")
 Hinge = _wrapper_class("Hinge", hinge, "hinge", "Hinge loss for labels -1/1 (0/1 converted).")

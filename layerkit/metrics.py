@@ -74,14 +74,15 @@ def squeeze_or_expand_to_same_rank(x1: np.ndarray, x2: np.ndarray, expand_rank_1
     return x1, x2
 
 
-def _samplewise(values: np.ndarray, sample_weight):
-    """Per-sample values (mean over non-batch axes) weighted like Keras's Mean."""
+def _samplewise(values: np.ndarray, sample_weight, reduce=np.mean):
+    """Per-sample values (``reduce``, Keras's reduce_fn: mean for Mean, sum for Sum, over
+    the non-batch axes) weighted like Keras's reduce_to_samplewise_values."""
     values = values.astype(np.float32, copy=False)
     if sample_weight is not None:
         sw = _np(sample_weight).astype(np.float32, copy=False)
         values, sw = squeeze_or_expand_to_same_rank(values, sw)
         if values.ndim > sw.ndim:
-            values = values.mean(axis=tuple(range(sw.ndim, values.ndim)))
+            values = reduce(values, axis=tuple(range(sw.ndim, values.ndim)))
         try:
             sw = np.broadcast_to(sw, values.shape)
         except ValueError:
@@ -91,11 +92,11 @@ def _samplewise(values: np.ndarray, sample_weight):
             ) from None
         values = values * sw
         if sw.ndim > 1:
-            sw = sw.mean(axis=tuple(range(1, sw.ndim)))
+            sw = reduce(sw, axis=tuple(range(1, sw.ndim)))
     else:
         sw = None
     if values.ndim > 1:
-        values = values.mean(axis=tuple(range(1, values.ndim)))
+        values = reduce(values, axis=tuple(range(1, values.ndim)))
     return values, sw
 
 
@@ -283,7 +284,7 @@ class Sum(Metric):
         self.total = self.add_variable((), name="total")
 
     def update_state(self, values, sample_weight=None) -> None:
-        values, _ = _samplewise(_np(values), sample_weight)
+        values, _ = _samplewise(_np(values), sample_weight, np.sum)
         _acc(self.total, values.sum(dtype=np.float64))
 
     def result(self) -> Tensor:

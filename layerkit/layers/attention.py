@@ -47,6 +47,8 @@ class MultiHeadAttention(Layer):
         (1, 3, 8)
     """
 
+    _cast_int_inputs = True
+
     def __init__(self, num_heads: int, key_dim: int, value_dim: int | None = None,
                  dropout: float = 0.0, use_bias: bool = True, output_shape=None,
                  attention_axes=None, kernel_initializer="glorot_uniform",

@@ -38,6 +38,8 @@ def check_data_format(layer: str, data_format) -> str:
 class _Conv(Layer):
     """Shared arguments, kernel/bias creation and the bias + activation epilogue."""
 
+    _cast_int_inputs = True
+
     kernel_name = "kernel"
 
     def __init__(self, kernel_size, strides=(1, 1), padding="valid", data_format=None,

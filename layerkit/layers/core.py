@@ -79,6 +79,8 @@ class Dense(Layer):
         (2, 4)
     """
 
+    _cast_int_inputs = True
+
     def __init__(self, units: int, activation=None, use_bias: bool = True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,

@@ -55,6 +55,14 @@ def gather_losses(layers) -> list:
     return out
 
 
+def _names_initializer(name: str) -> bool:
+    try:
+        initializers.get(name)
+    except ValueError:
+        return False
+    return True
+
+
 def _wrap_build(fn):
     @functools.wraps(fn)
     def build(self, *args, **kwargs):
@@ -94,6 +102,9 @@ class Layer(Tracked):
     """
 
     input_spec = None
+    # Float-math layers (Dense, Conv2D, ...) also cast integer and bool inputs to their
+    # dtype, as Keras's do: NumPy promotion would otherwise give a float64 output.
+    _cast_int_inputs = False
 
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
@@ -144,6 +155,8 @@ class Layer(Tracked):
                    trainable: bool = True, regularizer=None, constraint=None) -> Variable:
         """Create a weight Variable owned by this layer (call it in __init__ or build).
 
+        Keras 3's positional order ``add_weight(shape, initializer, dtype)`` works too.
+
         Args:
             name: the weight's name, unique within the layer (``kernel``, ``bias``).
             shape: its shape (a tuple).
@@ -159,8 +172,19 @@ class Layer(Tracked):
         """
         if "_tracked" not in self.__dict__:
             raise RuntimeError(super_msg(self))
-        if name is not None and not isinstance(name, str):  # Keras 3 order: shape first
-            name, shape = (shape if isinstance(shape, str) else None), name
+        if name is not None and not isinstance(name, str):
+            # Keras 3 order: add_weight(shape, initializer, dtype, ...) (a second string that
+            # names no initializer is taken as the weight's name, as before)
+            name, shape, second = None, name, shape
+            if isinstance(second, str) and not _names_initializer(second):
+                name = second
+            elif second is not None:
+                if initializer is not None:
+                    if dtype is not None:
+                        raise TypeError(f"add_weight on layer '{self.name}': got the "
+                                        f"initializer twice ({second!r} and {initializer!r})")
+                    dtype = initializer  # the third positional argument in Keras 3
+                initializer = second
         shape = () if shape is None else tuple(int(s) for s in shape)
         dtype = as_dtype(dtype) or self._dtype
         if initializer is None:
@@ -169,9 +193,15 @@ class Layer(Tracked):
         name = name or "variable"
         var = Variable(value, trainable=trainable and self._trainable, name=name, dtype=dtype)
         self._track_variable(var, name, trainable=trainable)
-        restored = trackable.take_deferred(self, self._var_names[id(var)])
-        if restored is not None:
-            var.assign(restored)
+        try:  # a value a checkpoint restore parked for this weight
+            trackable.apply_deferred(self, self._var_names[id(var)], var)
+        except Exception:
+            # It does not fit (a model built differently from the saved one). The error
+            # names the file and path; the layer is left without the half-made weight.
+            del self._var_names[id(var)]
+            for lst in (self._trainable_vars, self._non_trainable_vars):
+                lst[:] = [v for v in lst if v is not var]
+            raise
         if regularizer is not None:
             self._regularizers.append((var, regularizers.get(regularizer)))
         if constraint is not None:
@@ -245,7 +275,9 @@ class Layer(Tracked):
 
     def _convert(self, x, top: bool = True):
         if isinstance(x, Tensor):
-            if x.dtype.kind == "f" and x.dtype != self._dtype:
+            kind = x.dtype.kind
+            if (kind == "f" or (kind in "iub" and self._cast_int_inputs)) \
+                    and x.dtype != self._dtype:
                 return cast(x, self._dtype)
             return x
         if isinstance(x, (list, tuple)) and x and any(
@@ -254,7 +286,8 @@ class Layer(Tracked):
             return type(x)(self._convert(e, False) for e in x)  # a structure of inputs
         if isinstance(x, np.ndarray) or (top and isinstance(x, (list, tuple)) and x):
             a = to_array(x)
-            return wrap(a.astype(self._dtype) if a.dtype.kind == "f" else a)
+            cast_it = a.dtype.kind == "f" or (a.dtype.kind in "iub" and self._cast_int_inputs)
+            return wrap(a.astype(self._dtype) if cast_it else a)
         return x
 
     def _build_from(self, args: tuple, kwargs: dict) -> None:

@@ -50,7 +50,10 @@ class Concatenate(_Merge):
         xs = self._check(inputs)
         shapes = [tuple(x.shape) for x in xs]
         rank = len(shapes[0])
-        axis = self.axis % rank if rank else 0
+        if not -rank <= self.axis < rank:  # a wrapped axis would join along another one
+            raise ValueError(f"Concatenate '{self.name}': axis {self.axis} is out of range "
+                             f"for inputs of rank {rank}; received shapes {shapes}")
+        axis = self.axis % rank
         rest = {s[:axis] + s[axis + 1:] for s in shapes}
         if any(len(s) != rank for s in shapes) or len(rest) > 1:
             raise ValueError(f"Concatenate '{self.name}' needs inputs with matching shapes "

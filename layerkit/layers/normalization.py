@@ -34,6 +34,8 @@ def _normalize(x, mean, var, epsilon: float, gamma, beta):
 
 
 class _Norm(Layer):
+    _cast_int_inputs = True
+
     def __init__(self, axis=-1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,

@@ -49,6 +49,8 @@ class AveragePooling2D(_Pool2D):
     """Mean over ``pool_size`` windows; with ``'same'`` padding, padded positions are not
     counted (TensorFlow semantics). Shapes as for :class:`MaxPooling2D`."""
 
+    _cast_int_inputs = True
+
     _pool = staticmethod(_conv.avg_pool2d)
 
 
@@ -70,6 +72,8 @@ class _GlobalPool2D(Layer):
 class GlobalAveragePooling2D(_GlobalPool2D):
     """Mean over height and width: ``(batch, h, w, c) -> (batch, c)`` (or
     ``(batch, 1, 1, c)`` with ``keepdims=True``)."""
+
+    _cast_int_inputs = True
 
     _reduce = staticmethod(_reduce.reduce_mean)
 

@@ -144,6 +144,8 @@ class RNN(Layer):
 class _CellRNN(RNN):
     """RNN layers that own a built-in cell: arguments split between cell and layer."""
 
+    _cast_int_inputs = True
+
     cell_class: type = SimpleRNNCell
 
     def __init__(self, units: int, **kwargs) -> None:

@@ -36,6 +36,8 @@ __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell"]
 class _Cell(Layer):
     """Arguments, weights, dropout masks and the input projection shared by the cells."""
 
+    _cast_int_inputs = True
+
     gates = 1
 
     def __init__(self, units: int, activation="tanh", use_bias: bool = True,

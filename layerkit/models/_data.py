@@ -77,7 +77,7 @@ class ArrayFeeder:
         batch_size: samples per batch (the last batch may be smaller).
         shuffle: True (a permutation per epoch), ``'batch'`` (shuffle the batch order
             only) or False.
-        steps: optional number of batches per epoch (cycles through the data).
+        steps: optional number of batches per epoch (see :meth:`epoch`).
         what: the calling method, for messages.
     """
 
@@ -117,7 +117,8 @@ class ArrayFeeder:
         self.shuffle = shuffle
         self.steps = steps
         self._rng = np.random.default_rng(_random.next_seed()) if shuffle else None
-        self._cursor = 0  # position carried across epochs when `steps` is set
+        self._cursor = 0  # next batch of the current pass, carried across epochs with `steps`
+        self._pass: tuple = ((), None)
 
     @property
     def num_batches(self) -> int:
@@ -145,29 +146,47 @@ class ArrayFeeder:
             return tuple(vals)
         return pack_like(self.structure, vals)
 
-    def epoch(self):
-        """Yield the batches of one epoch as tuples ``(x[, y[, sample_weight]])``."""
-        n, bs = self.n, self.batch_size
-        starts = list(range(0, n, bs))
+    def _new_pass(self) -> tuple:
+        """The batch starts and sample order of one pass over the data."""
+        starts = list(range(0, self.n, self.batch_size))
+        order = None
         if self.shuffle == "batch":
             self._rng.shuffle(starts)
-            order = None
         elif self.shuffle:
-            order = self._rng.permutation(n)
-        else:
-            order = None
+            order = self._rng.permutation(self.n)
+        return starts, order
+
+    def epoch(self):
+        """Yield the batches of one epoch as tuples ``(x[, y[, sample_weight]])``.
+
+        With ``steps`` (fit's steps_per_epoch) a pass over the data spans epochs, as in
+        Keras 3: each epoch takes the next ``steps`` batches of the current pass, an epoch
+        that reaches the end of the data stops there (with a warning if it was owed more
+        batches), and the next epoch starts a new, reshuffled pass.
+        """
+        n, bs = self.n, self.batch_size
+        if self.steps is None or self._cursor == 0:
+            self._pass = self._new_pass()
+        starts, order = self._pass
         if self.steps is None:
             for s in starts:
                 e = min(s + bs, n)
                 yield self._batch(slice(s, e) if order is None else order[s:e])
             return
-        for _ in range(self.steps):
-            s = self._cursor
+        for step in range(self.steps):
+            if self._cursor >= len(starts):
+                warnings.warn(
+                    f"{self.what}: the input ran out of data after {step} of "
+                    f"steps_per_epoch={self.steps} batches in this epoch ({len(starts)} "
+                    f"batches per pass over the data); the next epoch starts a new pass",
+                    stacklevel=3)
+                break
+            s = starts[self._cursor]
+            self._cursor += 1
             e = min(s + bs, n)
             yield self._batch(slice(s, e) if order is None else order[s:e])
-            self._cursor = 0 if e >= n else e
-            if self._cursor == 0 and self.shuffle is True:
-                order = self._rng.permutation(n)
+        if self._cursor >= len(starts):
+            self._cursor = 0
 
 
 def _as_batch(element) -> tuple:
@@ -197,6 +216,18 @@ class IterableFeeder:
         self.what = what
         self._it = None
         self._reiterable = not hasattr(data, "__next__")  # a generator is consumed once
+        card = getattr(data, "cardinality", None)
+        if steps is None and callable(card):
+            try:
+                infinite = int(card()) == -1  # lk.data's INFINITE cardinality
+            except (TypeError, ValueError):
+                infinite = False
+            if infinite:  # as in TensorFlow: an epoch would never end
+                steps_arg = {"fit": "steps_per_epoch",
+                             "fit (validation)": "validation_steps"}.get(what, "steps")
+                raise ValueError(
+                    f"{what}: the dataset is infinite (e.g. .repeat() without a count); pass "
+                    f"{steps_arg}=... to say how many batches make an epoch")
 
     @property
     def num_batches(self) -> int | None:

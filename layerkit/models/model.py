@@ -602,7 +602,7 @@ class Model(Layer):
                 if cw is not None:
                     batch = _with_class_weight(batch, cw)
                 for fn in begin:
-                    fn(step)
+                    fn(step, {})
                 logs = train_step(batch)
                 if end:
                     batch_logs = {} if logs is _DEFERRED else _floats(logs)
@@ -639,7 +639,7 @@ class Model(Layer):
         step = -1
         for step, batch in enumerate(feeder.epoch()):
             for fn in begin:
-                fn(step)
+                fn(step, {})
             logs = test_step(batch)
             if end:
                 logs = _floats(logs)
@@ -704,7 +704,7 @@ class Model(Layer):
         try:
             for step, batch in enumerate(feeder.epoch()):
                 for fn in begin:
-                    fn(step)
+                    fn(step, {})
                 out = predict_step(batch)
                 outs.append(out)
                 for fn in end:
@@ -718,12 +718,14 @@ class Model(Layer):
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict: bool = False):
-        """One training step on one batch; metrics keep accumulating across calls.
+        """One training step on one batch; the metrics are reset first, so the logs are
+        this batch's (as in Keras).
 
         Returns:
             The logs as for :meth:`evaluate` (a dict with ``return_dict=True``).
         """
         self._assert_compiled("train_on_batch")
+        self.reset_metrics()
         batch = _data.ArrayFeeder(x, y, sample_weight, _batch_size(x) or 1, False, None,
                                   "train_on_batch")._batch(slice(None))
         if class_weight is not None:

@@ -136,6 +136,42 @@ class Sequential(Model):
         return x
 
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable,
-                "layers": [{"class_name": type(x).__name__, "config": x.get_config()}
-                           for x in self._stack]}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "layers": [{"class_name": type(x).__name__, "config": x.get_config()}
+                             for x in self._stack]}
+        if self._input_shape is not None:
+            config["build_input_shape"] = list(self._input_shape)
+            dtype = self.__dict__.get("_input_dtype")
+            if dtype is not None:
+                config["input_dtype"] = np.dtype(dtype).name
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
+        """A new (freshly initialised) model from :meth:`get_config`'s output.
+
+        Args:
+            config: the dict from ``get_config``.
+            custom_objects: ``{class_name: class}`` for layers not in ``lk.layers``.
+
+        Raises:
+            ValueError: a layer class that is neither built in nor in custom_objects.
+        """
+        from layerkit import layers as _layers
+        from layerkit.models.functional import Input
+
+        config = dict(config)
+        specs = config.pop("layers", [])
+        shape = config.pop("build_input_shape", None)
+        dtype = config.pop("input_dtype", None)
+        model = cls(**config)
+        if shape is not None:
+            model.add(Input(batch_shape=tuple(shape), dtype=dtype))
+        for spec in specs:
+            name = spec["class_name"]
+            layer_cls = (custom_objects or {}).get(name) or getattr(_layers, name, None)
+            if not (isinstance(layer_cls, type) and issubclass(layer_cls, Layer)):
+                raise ValueError(f"Sequential.from_config: unknown layer class {name!r}; pass "
+                                 f"it as custom_objects={{{name!r}: cls}}")
+            model.add(layer_cls.from_config(spec["config"]))
+        return model

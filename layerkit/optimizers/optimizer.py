@@ -28,7 +28,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import Variable, keep_reads
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules as _schedules
 
@@ -249,9 +249,7 @@ class Optimizer:
             init = self._slot_init.get(sname, 0.0)
             slot = Variable(np.full(var.shape, init, dtype=var.dtype), trainable=False,
                             name=f"{var.name}_{sname}")
-            value = trackable.take_deferred(self, key)
-            if value is not None:
-                slot.assign(value)
+            trackable.apply_deferred(self, key, slot)  # names file and path on a misfit
             self._slot_vars[key] = slot
             slots.append(slot)
         rec = [index, slots, self._decays(var), None]  # [.., .., .., group]
@@ -402,6 +400,9 @@ class Optimizer:
 
     def _apply_work(self, work: list) -> None:
         """Clip, decay and update: ``work`` holds (variable, gradient array, record)."""
+        if context.RECORDERS:  # a tape's recorded reads keep their values (in-place updates)
+            for item in work:
+                keep_reads(item[0])
         if self.clipnorm or self.global_clipnorm or self.clipvalue:
             work = self._clip(work)
         lr = self._current_lr()
