@@ -337,11 +337,9 @@ class Checkpoint:
                 f"Checkpoint: '{name}' is a {type(value).__name__}, which cannot be "
                 f"checkpointed (expected a Variable, Layer, Model, optimizer, an object with "
                 f"get_state()/set_state(), a Checkpoint, or a list/dict of them)")
-        self._objects[name] = value
         if _is_variable(value):   # a value restored before this variable was attached
-            restored = trackable.take_deferred(self, name)
-            if restored is not None:
-                value.assign(restored)
+            trackable.apply_deferred(self, name, value)
+        self._objects[name] = value
 
     def __getattr__(self, name: str):
         objects = self.__dict__.get("_objects", {})
@@ -523,17 +521,21 @@ def _restore(root, reader: CheckpointReader) -> CheckpointLoadStatus:
         for where, (obj, _, _) in set_states.items():
             old_states.append((obj, trackable.get_state(obj)))
             trackable.set_state(obj, decoded[where])
-    except BaseException:
+    except BaseException as e:
         for var, old in old_values:
             var._v = old
         for obj, state in old_states:
             trackable.set_state(obj, state)
+        if isinstance(e, Exception) and old_states:
+            e.add_note(f"while restoring the state of '{where}' from checkpoint '{path}' "
+                       f"(nothing was restored)")
         raise
     status = CheckpointLoadStatus(path, list(assign) + list(set_states), missing, unexpected)
     for key, (owner, name) in defer.items():
         status._pending[key] = True
         trackable.defer(owner, name, values[key],
-                        on_apply=lambda _name, key=key: status._deferred_applied(key))
+                        on_apply=lambda _name, key=key: status._deferred_applied(key),
+                        source=(path, key))
     return status
 
 

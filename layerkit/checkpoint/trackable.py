@@ -27,10 +27,14 @@ import numpy as np
 _PENDING_ATTR = "_lk_deferred_restores"
 
 
-def defer(owner, name: str, value: np.ndarray, on_apply=None) -> None:
-    """Park ``value`` for variable ``name`` of ``owner`` until it is created."""
+def defer(owner, name: str, value: np.ndarray, on_apply=None, source=None) -> None:
+    """Park ``value`` for variable ``name`` of ``owner`` until it is created.
+
+    ``source`` is ``(checkpoint file, path in the checkpoint)``, named by the error
+    :func:`apply_deferred` raises when the created variable does not fit the value.
+    """
     pending = owner.__dict__.setdefault(_PENDING_ATTR, {})
-    pending[name] = (value, on_apply)
+    pending[name] = (value, on_apply, source)
 
 
 def take_deferred(owner, name: str):
@@ -38,10 +42,36 @@ def take_deferred(owner, name: str):
     pending = getattr(owner, "__dict__", {}).get(_PENDING_ATTR)
     if not pending or name not in pending:
         return None
-    value, on_apply = pending.pop(name)
+    value, on_apply, _ = pending.pop(name)
     if on_apply is not None:
         on_apply(name)
     return value
+
+
+def apply_deferred(owner, name: str, variable) -> bool:
+    """Assign the parked value for ``owner``'s variable ``name`` to ``variable``, if any.
+
+    Returns:
+        whether a value was assigned.
+
+    Raises:
+        CheckpointError: the value's shape or dtype does not match ``variable`` (a model
+            built differently from the saved one); the error names the checkpoint file
+            and the path, and the value stays parked.
+    """
+    pending = getattr(owner, "__dict__", {}).get(_PENDING_ATTR)
+    if not pending or name not in pending:
+        return False
+    value, _, source = pending[name]
+    shape, dtype = tuple(variable.shape), np.dtype(variable.dtype)
+    if value.shape != shape or value.dtype != dtype:
+        from layerkit.checkpoint.format import CheckpointError
+        path, key = source if source is not None else (None, name)
+        raise CheckpointError(path, f"'{key}': the checkpoint has {value.dtype.name} "
+                                    f"{value.shape}, the variable created for it is "
+                                    f"{dtype.name} {shape}")
+    variable.assign(take_deferred(owner, name))
+    return True
 
 
 def children(obj) -> dict:

@@ -159,14 +159,31 @@ class ColumnarNode(Node):
                 raise ValueError(f"{where}: the columns differ from the first file's "
                                  f"{list(specs)}")
         out = []
-        for name, arr in zip(specs, rb.columns):
+        for name, arr, field in zip(specs, rb.columns, rb.schema):
             spec = specs[name]
+            if field.type != self._schema.field(name).type:
+                _check_same_kind(field, spec, where)
             a = _column(arr, name, spec, where)
             if a.dtype != spec.dtype and not (a.dtype.kind == spec.dtype.kind == "S"):
                 raise TypeError(f"{where}: column {name!r} is {a.dtype.name} here but "
                                 f"{spec.dtype.name} in the first file")
             out.append(a)
         return out
+
+
+def _check_same_kind(field, spec: _st.TensorSpec, where: str) -> None:
+    """A later file's column of another type converts to the first file's only if nothing
+    is lost: a float or wider int cast down, a string parsed as a number or a list of
+    another length would give silently wrong values."""
+    got = _leaf_spec(field, where)
+    if got.shape == spec.shape and (
+            got.dtype.kind == spec.dtype.kind == "S"
+            or (got.dtype.kind != "S" and np.can_cast(got.dtype, spec.dtype, "safe"))):
+        return
+    raise TypeError(f"{where}: column {field.name!r} is {field.type} here, which does not "
+                    f"convert without loss to {spec.dtype.name}"
+                    f"{'' if spec.shape == () else ' ' + str(spec.shape)} (its type in the "
+                    f"first file); give every file the same schema")
 
 
 def _read(batches, node, part: int):

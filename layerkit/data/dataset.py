@@ -227,6 +227,11 @@ class Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as scalar Tensors (int64)."""
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range expects 1 to 3 arguments, received {len(args)}")
+        for a in args:
+            # int() would truncate range(2.5) to range(2) silently; tf.data refuses floats too
+            if not _is_integer(a):
+                raise TypeError(f"Dataset.range: arguments must be integers, received "
+                                f"{type(a).__name__} {a!r}")
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (
             (args[0], args[1], 1) if len(args) == 2 else args)
         return Dataset(RangeNode(int(start), int(stop), int(step), dtype))
@@ -514,6 +519,14 @@ class TextLineDataset(Dataset):
             super().__init__(ds._node)
             return
         super().__init__(TextLineNode(filename_list(filenames), compression_type, buffer_size))
+
+
+def _is_integer(a) -> bool:
+    """An int, NumPy integer or 0-d integer Tensor (not a bool)."""
+    v = getattr(a, "_v", a)
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 def _zip_specs(types, shapes):

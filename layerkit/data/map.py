@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+import traceback
 import weakref
 from collections import deque
 
@@ -190,7 +191,10 @@ class MapIterator(NodeIterator):
             a, b = out
             if type(a) is Tensor and type(b) is Tensor:
                 return out
-        return _normalize(out)
+        try:
+            return _normalize(out)
+        except (TypeError, ValueError) as e:  # a value that is no element (None, objects)
+            raise annotate(e, _note(self._fn, index))  # noqa: B904 (the caught error itself)
 
     @_rng.keyed
     def next_list(self, n: int) -> list:
@@ -298,7 +302,11 @@ class MapIterator(NodeIterator):
                     if tp(p) is tensor and (q is v or tp(q) is tensor):  # v: labels passed on
                         yield out
                         continue
-                yield _normalize(out)
+                try:
+                    out = _normalize(out)
+                except (TypeError, ValueError) as e:
+                    raise annotate(e, _note(fn, count - 1))  # noqa: B904 (the caught error itself)
+                yield out
         self._sync()
         self._gen = None  # __next__ below must not close this generator
         while True:
@@ -413,6 +421,10 @@ def _run_chunk_process(fn, chunk, src, start: int) -> tuple:
     if all(ok for ok, _ in out):
         payload = ("ok", _st.encode_chunk([v for _, v in out]))
     else:
+        for ok, v in out:
+            if not ok:  # the frames stay here: the consumer gets them as text
+                v.add_note("the user function's traceback in the Dataset worker process:\n"
+                           + "".join(traceback.format_tb(v.__traceback__)).rstrip())
         payload = ("mixed", [(ok, _st.to_arrays(v) if ok else v) for ok, v in out])
     box = [(payload, dt)]
     del out

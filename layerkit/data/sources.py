@@ -397,7 +397,11 @@ def _short(value) -> str:
 
 
 def _conform(v, spec: _st.TensorSpec, where: str):
-    t = _st.to_tensor(v)
+    try:
+        t = _st.to_tensor(v)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{where} does not match output_signature: expected {spec}, received "
+                        f"{type(v).__name__} {_short(v)} ({e})") from None
     a = t._v if isinstance(t._v, np.ndarray) else np.asarray(t._v)
     dt = spec.dtype
     if a.dtype != dt and not (a.dtype.kind == dt.kind == "S"):
@@ -405,11 +409,20 @@ def _conform(v, spec: _st.TensorSpec, where: str):
             raise TypeError(f"{where} does not match output_signature: expected dtype "
                             f"{dt.name}, received {a.dtype.name}")
         try:
-            a = a.astype(dt)
-        except (TypeError, ValueError):
+            with np.errstate(invalid="ignore", over="ignore"):
+                b = a.astype(dt)
+                # Into an integer type only exact values pass: 1.5 -> 1 or 300 -> 44 (uint8)
+                # would be silently wrong values.
+                lossy = (dt.kind in "iu" and a.dtype.kind in "iufb"
+                         and not np.can_cast(a.dtype, dt, "safe")
+                         and not np.array_equal(b.astype(a.dtype), a))
+        except (TypeError, ValueError, OverflowError):
             raise TypeError(f"{where} does not match output_signature: cannot convert "
                             f"{a.dtype.name} to {dt.name}") from None
-        t = wrap(a)
+        if lossy:
+            raise TypeError(f"{where} does not match output_signature: the value "
+                            f"{_short(v)} does not fit dtype {dt.name} exactly")
+        t = wrap(b)
     if not _st.shapes_compatible(spec.shape, a.shape):
         raise ValueError(f"{where} does not match output_signature: expected shape "
                          f"{spec.shape}, received {a.shape}")
