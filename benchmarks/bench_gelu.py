@@ -214,6 +214,43 @@ def main() -> None:
     for form in ("exact", "tanh"):
         a, b = ms[(form, "layerkit", "fwd+grad")], ms[(form, "NumPy op by op", "fwd+grad")]
         print(f"{form}: layerkit fwd+grad is {b / a:.2f}x faster than NumPy op by op")
+    floor = _pass_floor_ms(x, args.repeats, getattr(np, args.stat), clock)
+    print(f"NumPy floor, one thread: one ufunc pass over n elements in {_nn._BLOCK}-element "
+          f"blocks (L2-resident) takes {floor['mul']:.2f} ms (np.multiply), "
+          f"{floor['exp']:.2f} ms (np.exp).")
+    print(f"layerkit's exact kernels make {_EXACT_PASSES} such passes for forward + gradient, "
+          f"2 of them exp.")
+    tfg = ms.get(("exact", "torch", "fwd+grad"))
+    if tfg:
+        print(f"The 1.2x-of-torch budget for exact fwd+grad, {1.2 * tfg:.2f} ms, is "
+              f"{1.2 * tfg / floor['mul']:.1f} multiply passes.")
+
+
+# ufunc calls per element in _gelu32_block (23, one exp) and _gelu_grad32_block (8, one exp)
+_EXACT_PASSES = 31
+
+
+def _pass_floor_ms(x, repeats, stat, clock) -> dict:
+    """Time of one block-wise ufunc pass over ``x`` (scratch in cache), for multiply and
+    exp: 11 passes per block minus the 1 pass that reads ``x``, over 10."""
+    a, b = np.empty(_nn._BLOCK, np.float32), np.empty(_nn._BLOCK, np.float32)
+
+    def blocks(extra, f):
+        def run():
+            for i in range(0, x.size, _nn._BLOCK):
+                xb = x[i:i + _nn._BLOCK]
+                np.multiply(xb, xb, a[:xb.size])
+                for _ in range(extra):
+                    f(a[:xb.size], b[:xb.size])
+        return run
+
+    out = {}
+    for name, f in (("mul", lambda u, v: np.multiply(u, u, v)),
+                    ("exp", lambda u, v: np.exp(u, v))):
+        runs = {0: blocks(0, f), 10: blocks(10, f)}
+        t = _time_ms(runs, repeats, True, stat, clock)
+        out[name] = (t[10] - t[0]) / 10
+    return out
 
 
 if __name__ == "__main__":

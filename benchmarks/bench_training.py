@@ -71,6 +71,7 @@ if torch is not None and _THREADS:
     torch.set_num_threads(int(_THREADS))
 RNG = np.random.default_rng(0)
 SCCE = losses.SparseCategoricalCrossentropy(from_logits=True)
+NOTES: list = []  # lines printed under the table
 
 
 def ms(s: float) -> str:
@@ -320,6 +321,22 @@ def cnn_numpy(x, y):
     return step
 
 
+def cnn_gemms():
+    """The CNN step's matrix products alone, with the shapes an im2col/GEMM step needs
+    (bias as a column of ones in the conv patches): a floor for any step built on NumPy's
+    BLAS. conv1/conv2 forward, filter gradients, conv2 input gradient, Dense forward and
+    gradients (Dense(10) omitted: 64x128x10)."""
+    rng = np.random.default_rng(1)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    c1, w1, d1 = f(50176, 10), f(10, 32), f(50176, 32)
+    c2, w2, d2, w2t = f(12544, 289), f(289, 64), f(12544, 64), f(64, 288)
+    x3, w3, g3 = f(64, 3136), f(3136, 128), f(64, 128)
+
+    def step():
+        c1 @ w1, c2 @ w2, x3 @ w3, x3.T @ g3, g3 @ w3.T, c2.T @ d2, d2 @ w2t, c1.T @ d1
+    return step
+
+
 def case_cnn(rows):
     threads = blas_threads()
     x = RNG.random((64, 28, 28, 1)).astype(np.float32)
@@ -333,6 +350,7 @@ def case_cnn(rows):
             layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10)]),
         lambda: {"optimizer": optimizers.SGD(0.01, momentum=0.9), "loss": SCCE}, batch)
     fns["numpy"] = cnn_numpy(x, y)
+    fns["gemms"] = cnn_gemms()
     if torch is not None:
         nn = torch.nn
         net = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -362,6 +380,9 @@ def case_cnn(rows):
     if "torch 1 thread" in t:
         one = dict(t, torch=t["torch 1 thread"])
         rows.append(_row("  reference: the same, torch 1 thread", one, "-", None))
+    NOTES.append(f"CNN floor: the step's GEMMs alone (NumPy's BLAS, {threads} thread(s)) take "
+                 f"{ms(t['gemms'])} ms, {t['gemms'] / t['layerkit']:.0%} of layerkit's step"
+                 + (f" and {t['gemms'] / t['torch']:.0%} of torch's" if "torch" in t else ""))
 
 
 # ---- case 3: LSTM ---------------------------------------------------------------------------
@@ -530,6 +551,8 @@ def main():
           "MLP and CNN;\neager: the same step with run_eagerly=True; LSTM is a taped eager "
           "step; digits runs fit.\nThe CNN row's torch runs on as many threads as NumPy's "
           f"BLAS ({blas_threads()}); other rows' torch on --torch-threads.")
+    for line in NOTES:
+        print(line)
 
 
 if __name__ == "__main__":
