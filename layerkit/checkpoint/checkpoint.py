@@ -278,10 +278,16 @@ class GlobalRNG:
     ``lk.random.set_seed`` replaces the global generator, so tracking the generator
     object itself would go stale; this wrapper always reads and writes the current one.
     Include it to make dropout, shuffling and initializers that draw seeds from the
-    global generator continue exactly after a restore.
+    global generator continue exactly after a restore. Build the model (``build`` or a
+    ``training=False`` call) before restoring: weights created after the restore draw
+    their initial values from the restored generator, which then no longer continues
+    where the saved run was.
 
     Example:
-        >>> ckpt = lk.Checkpoint(model=model, optimizer=opt, rng=GlobalRNG())  # doctest: +SKIP
+        >>> import layerkit as lk
+        >>> ckpt = lk.Checkpoint(rng=GlobalRNG())   # usually with model=..., optimizer=...
+        >>> ckpt
+        <Checkpoint ['rng'] save_counter=0>
     """
 
     def get_state(self) -> dict:
@@ -313,9 +319,17 @@ class Checkpoint:
             with the checkpoint, so numbering continues after a restore.
 
     Example:
-        >>> ckpt = lk.Checkpoint(model=model, optimizer=opt, rng=GlobalRNG())  # doctest: +SKIP
-        >>> path = ckpt.save("/tmp/run/ckpt")        # '/tmp/run/ckpt-1'   # doctest: +SKIP
-        >>> ckpt.restore(path).assert_consumed()                          # doctest: +SKIP
+        >>> import os, tempfile, layerkit as lk
+        >>> v = lk.Variable([1.0, 2.0])
+        >>> ckpt = lk.Checkpoint(v=v)     # usually model=..., optimizer=..., rng=GlobalRNG()
+        >>> path = ckpt.save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+        >>> os.path.basename(path)
+        'ckpt-1'
+        >>> _ = v.assign([0.0, 0.0])
+        >>> ckpt.restore(path).assert_consumed()
+        <CheckpointLoadStatus '...ckpt-1' matched=2 missing=0 unexpected=0 pending=0>
+        >>> v.numpy()
+        array([1., 2.], dtype=float32)
     """
 
     def __init__(self, **objects) -> None:

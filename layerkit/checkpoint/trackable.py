@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.variable import Variable
+
 _PENDING_ATTR = "_lk_deferred_restores"
 
 
@@ -70,7 +72,14 @@ def apply_deferred(owner, name: str, variable) -> bool:
         raise CheckpointError(path, f"'{key}': the checkpoint has {value.dtype.name} "
                                     f"{value.shape}, the variable created for it is "
                                     f"{dtype.name} {shape}")
-    variable.assign(take_deferred(owner, name))
+    value = take_deferred(owner, name)
+    if type(variable).assign is Variable.assign:
+        # Set the buffer, not assign(): a variable created inside an lk.function trace
+        # (a layer built or optimizer slots made on the first call) would get an assign
+        # node that the graph replays on every call, resetting it to the checkpoint.
+        variable._v = np.array(value, dtype=dtype, copy=True)
+    else:
+        variable.assign(value)
     return True
 
 

@@ -446,11 +446,15 @@ def function(f=None, input_signature=None, jit: bool = True):
     NumPy mask inside a gradient rule, an optimizer updating arrays in place) cannot be
     replayed; such a function runs eagerly on every call and warns once, naming the line.
 
-    Random numbers: ops that take an explicit ``seed`` give the same values on every
-    call (their documented meaning). Seedless ``lk.random`` ops and ``dropout`` draw
-    from the global generator outside recorded ops; a function that does so on every
-    trace runs eagerly (fresh randomness each call, with a warning) until those ops are
-    records flagged ``stateful``, which the graph re-executes on every call.
+    Random numbers: ``lk.random`` ops and ``dropout`` are stateful graph nodes that draw
+    again on every call (never numbers frozen at trace time): seedless ones continue the
+    global generator exactly as eager code would, and an op with an int ``seed`` owns a
+    stream started from it (first call = the eager values, later calls continue it, as
+    an op seed in a TensorFlow graph). Python prints and other side effects happen
+    when the Python body runs (tracing, or a tape replaying it), not on graph calls.
+    Random draws made by Python code outside recorded ops (e.g. creating weights) make
+    the first trace provisional: the next call traces once more, and if that trace
+    draws too, the function runs eagerly with a warning.
 
     Args:
         f: the function (or use ``@lk.function`` / ``@lk.function(...)``).
