@@ -75,7 +75,7 @@ class GradientTape:
         ...     tape.watch(x)
         ...     y = x * x
         >>> tape.gradient(y, x)
-        Tensor(6.0, shape=(), dtype=float32)
+        Tensor(6., shape=(), dtype=float32)
     """
 
     # Defaults shared by every tape until it sets its own (a tape is made per step).

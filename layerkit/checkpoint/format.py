@@ -336,8 +336,11 @@ class CheckpointReader:
             or its header or manifest is corrupted.
 
     Example:
-        >>> reader = CheckpointReader(path)                    # doctest: +SKIP
-        >>> reader.keys()[:2], reader.shape('model/dense/kernel')  # doctest: +SKIP
+        >>> import os, tempfile, layerkit as lk
+        >>> ckpt = lk.Checkpoint(v=lk.Variable([1.0, 2.0]))
+        >>> reader = CheckpointReader(ckpt.save(os.path.join(tempfile.mkdtemp(), "ckpt")))
+        >>> reader.keys(), reader.shape("v")
+        (['save_counter', 'v'], (2,))
     """
 
     def __init__(self, path) -> None:

@@ -30,9 +30,14 @@ class CheckpointManager:
         checkpoint_name: the file prefix inside ``directory``.
 
     Example:
-        >>> manager = lk.CheckpointManager(ckpt, "/tmp/run", max_to_keep=3)  # doctest: +SKIP
-        >>> ckpt.restore(manager.latest_checkpoint)   # None on the first run  # doctest: +SKIP
-        >>> manager.save()                             # '/tmp/run/ckpt-1'      # doctest: +SKIP
+        >>> import os, tempfile, layerkit as lk
+        >>> ckpt = lk.Checkpoint(v=lk.Variable([1.0, 2.0]))
+        >>> manager = lk.CheckpointManager(ckpt, tempfile.mkdtemp(), max_to_keep=3)
+        >>> print(manager.latest_checkpoint)          # None on the first run
+        None
+        >>> status = ckpt.restore(manager.latest_checkpoint)   # restore(None) is a no-op
+        >>> os.path.basename(manager.save())
+        'ckpt-1'
     """
 
     def __init__(self, checkpoint: Checkpoint, directory, max_to_keep: int | None = 5,

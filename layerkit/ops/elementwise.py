@@ -983,6 +983,6 @@ def stop_gradient(x) -> Tensor:
         ...     tape.watch(x)
         ...     y = x * lk.stop_gradient(x)
         >>> tape.gradient(y, x)
-        Tensor(3.0, shape=(), dtype=float32)
+        Tensor(3., shape=(), dtype=float32)
     """
     return _fast1(_STOP_GRADIENT, x)
