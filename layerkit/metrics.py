@@ -345,7 +345,12 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None) -> None:
-        values = _np(self._fn(_np(y_true), _np(y_pred), **self._fn_kwargs))
+        yt, yp = _np(y_true), _np(y_pred)
+        try:
+            values = _np(self._fn(yt, yp, **self._fn_kwargs))
+        except ValueError as e:  # NumPy's broadcast message names neither metric nor input
+            raise ValueError(f"metric '{self.name}': cannot compare y_true of shape "
+                             f"{yt.shape} with y_pred of shape {yp.shape} ({e})") from e
         if sample_weight is None and values.ndim == 1:  # per-sample values: the fit path
             _acc(self.total, float(np.add.reduce(values, dtype=np.float64)))
             _acc(self.count, float(values.shape[0]))

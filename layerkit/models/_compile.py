@@ -100,7 +100,10 @@ class CompileLoss:
                 if loss is None or yt is None:
                     self.output_losses.append(None)
                     continue
-                value = loss(yt, yp, sw)
+                try:
+                    value = loss(yt, yp, sw)
+                except ValueError as e:  # say which output: the loss alone cannot
+                    raise ValueError(f"loss of output '{self.output_names[i]}': {e}") from e
                 self.output_losses.append(value)
                 n = yp.shape[0] if getattr(yp, "ndim", 0) else 1
                 self.trackers[i].update_state(value, sample_weight=int(n))
@@ -181,8 +184,10 @@ class CompileMetrics(_metrics.Metric):
             return
         targets = _flat_targets(y_true, self.output_names, "metrics")
         preds = flatten(y_pred)
+        sws = _flat_targets(sample_weight, self.output_names, "sample_weight") \
+            if isinstance(sample_weight, (dict, list, tuple)) else [sample_weight] * len(preds)
         for m, i, weighted in self._entries:
-            m.update_state(targets[i], preds[i], sample_weight if weighted else None)
+            m.update_state(targets[i], preds[i], sws[i] if weighted else None)
 
     def result(self) -> dict:
         return {m.name: m.result() for m, _, _ in self._entries}

@@ -39,10 +39,11 @@ def unpack_x_y_sample_weight(data):
     )
 
 
-def pack_x_y_sample_weight(x, y=None, sample_weight=None) -> tuple:
-    """The inverse of :func:`unpack_x_y_sample_weight`."""
+def pack_x_y_sample_weight(x, y=None, sample_weight=None):
+    """The inverse of :func:`unpack_x_y_sample_weight` (as in Keras, a lone ``x`` that
+    is not a tuple or list is returned as is)."""
     if y is None:
-        return (x,)
+        return x if not isinstance(x, (tuple, list)) else (x,)
     if sample_weight is None:
         return (x, y)
     return (x, y, sample_weight)
@@ -110,6 +111,10 @@ class ArrayFeeder:
         self.n = sizes.pop()
         self._flat_structure = not any(isinstance(p, (list, tuple, dict))
                                        for p in self.structure)
+        # Keras passes a lone x to the steps as is, not as (x,) (GAN-style train_steps
+        # read `data.shape`); a tuple/list x stays wrapped so that it is not taken for (x, y).
+        self._bare = len(self.structure) == 1 and not isinstance(self.structure[0],
+                                                                 (list, tuple))
         if self.n == 0:
             raise ValueError(f"{what}: the input data is empty (0 samples); expected at least "
                              f"one sample")
@@ -142,6 +147,8 @@ class ArrayFeeder:
             vals = [wrap(a[idx]) for a in self.leaves]
         else:
             vals = [wrap(a.take(idx, axis=0)) for a in self.leaves]
+        if self._bare:
+            return vals[0] if self._flat_structure else pack_like(self.structure[0], vals)
         if self._flat_structure:  # (x, y[, sw]) of plain arrays: no structure to rebuild
             return tuple(vals)
         return pack_like(self.structure, vals)
@@ -189,7 +196,7 @@ class ArrayFeeder:
             self._cursor = 0
 
 
-def _as_batch(element) -> tuple:
+def _as_batch(element):
     if isinstance(element, list):
         element = tuple(element)
     if isinstance(element, tuple):
@@ -199,7 +206,7 @@ def _as_batch(element) -> tuple:
                 f"tuple of length {len(element)}"
             )
         return element
-    return (element,)
+    return element  # a lone x goes to the steps as is, as in Keras
 
 
 class IterableFeeder:

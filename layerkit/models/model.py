@@ -30,7 +30,10 @@ naming the line; Python control flow on a tensor's value inside a step raises
 The traced functions are rebuilt after ``compile`` or when the trainable variables or the
 optimizer change between ``fit`` calls. Keras 2 style steps work too:
 ``self.compiled_loss(y, y_pred, regularization_losses=self.losses)`` and
-``self.compiled_metrics.update_state(y, y_pred)``.
+``self.compiled_metrics.update_state(y, y_pred)``; so does tf.keras 2's
+``loss = self.compute_loss(...)`` ... ``return self.compute_metrics(...)``: a step that
+calls ``compute_loss`` but never updates the ``loss`` metric gets that loss recorded.
+As in Keras, a batch without targets reaches the steps as ``x`` itself, not ``(x,)``.
 """
 from __future__ import annotations
 
@@ -286,7 +289,7 @@ class Model(Layer):
                     _metrics.get(ident)
         self._compile_metrics = _compile.CompileMetrics(metrics, weighted_metrics, names, loss) \
             if (metrics or weighted_metrics) else None
-        self._loss_tracker = _metrics.Mean(name="loss")
+        self._loss_tracker = _LossTracker(name="loss")
         self.run_eagerly = bool(run_eagerly)
         self.compiled = True
         self.__dict__["_compile_config"] = {"optimizer": optimizer, "loss": loss,
@@ -384,6 +387,8 @@ class Model(Layer):
                 f"model '{self.name}': no loss to compute. Pass loss=... to compile() or add "
                 f"losses with add_loss() in call()"
             )
+        # For a custom step that never updates the `loss` metric (see _run_step).
+        self.__dict__["_step_loss"] = (total, y_pred)
         return total
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None) -> dict:
@@ -451,7 +456,11 @@ class Model(Layer):
         """The callable that runs one ``kind`` step (``'train'``, ``'test'``, ``'predict'``)
         on a batch: the step method itself with ``run_eagerly``, else its lk.function."""
         if self.run_eagerly:
-            return getattr(self, f"{kind}_step")
+            step = getattr(self, f"{kind}_step")
+            if kind == "predict" or getattr(type(self), f"{kind}_step") is getattr(Model,
+                                                                                f"{kind}_step"):
+                return step  # the default steps update the loss metric themselves
+            return lambda batch: _run_step(self, kind, batch)
         fns = self._step_functions
         fn = fns.get(kind)
         if fn is None:
@@ -798,6 +807,11 @@ def _with_class_weight(batch: tuple, cw: np.ndarray) -> tuple:
     x, y, sw = unpack_x_y_sample_weight(batch)
     if y is None:
         raise ValueError("fit: class_weight needs targets y")
+    if isinstance(y, (list, tuple, dict)):
+        raise ValueError(
+            f"fit: class_weight is only supported for models with a single output; received "
+            f"targets for {len(y)} outputs. Pass sample_weight with one array per output "
+            f"instead")
     yv = np.asarray(y._v if isinstance(y, Tensor) else y)
     labels = np.argmax(yv, axis=-1) if yv.ndim > 1 and yv.shape[-1] > 1 else yv.reshape(
         yv.shape[0], -1)[:, 0]
@@ -809,6 +823,43 @@ def _with_class_weight(batch: tuple, cw: np.ndarray) -> tuple:
     if sw is not None:
         w = w * np.asarray(sw._v if isinstance(sw, Tensor) else sw).reshape(w.shape)
     return (x, y, wrap(w))
+
+
+class _LossTracker(_metrics.Mean):
+    """The ``loss`` metric; notes whether a step updated it (see :func:`_run_step`)."""
+
+    touched = False
+
+
+def _tracker_update(self, values, sample_weight=None) -> None:
+    self.touched = True  # plain Python: runs while a step is traced, too
+    _metrics.Mean.update_state(self, values, sample_weight)
+
+
+_tracker_update._lk_graph_aware = True
+_LossTracker.update_state = _tracker_update
+
+
+def _run_step(model: Model, kind: str, data):
+    """``model.<kind>_step(data)``, then, if the step called ``compute_loss`` but never
+    updated the ``loss`` metric (a custom step ending with ``compute_metrics``, as in
+    tf.keras 2 where ``compute_loss`` updated it), that loss goes into the metric and a
+    stale ``loss`` entry in the logs is replaced by the updated mean."""
+    tracker = model._loss_tracker
+    d = model.__dict__
+    d["_step_loss"] = None
+    if tracker is not None:
+        tracker.touched = False
+    logs = getattr(model, f"{kind}_step")(data)
+    pending = d["_step_loss"]
+    d["_step_loss"] = None
+    if pending is None or tracker is None or tracker.touched:
+        return logs
+    loss, y_pred = pending
+    tracker.update_state(loss, sample_weight=_batch_size(y_pred))
+    if isinstance(logs, dict) and "loss" in logs and logs["loss"] is not loss:
+        logs = {**logs, "loss": tracker.result()}
+    return logs
 
 
 def _zeros_like_shape(shape, dtype):
@@ -831,11 +882,11 @@ def _traced_step(model: Model, kind: str):
     if kind == "train":
         def train_step(data, defer_logs):
             model.__dict__["_defer_logs"] = defer_logs
-            return model.train_step(data)
+            return _run_step(model, "train", data)
         return _function(train_step)
     if kind == "test":
         def test_step(data):
-            return model.test_step(data)
+            return _run_step(model, "test", data)
         return _function(test_step)
 
     def predict_step(data):
