@@ -278,10 +278,9 @@ class GlobalRNG:
     ``lk.random.set_seed`` replaces the global generator, so tracking the generator
     object itself would go stale; this wrapper always reads and writes the current one.
     Include it to make dropout, shuffling and initializers that draw seeds from the
-    global generator continue exactly after a restore. Build the model (``build`` or a
-    ``training=False`` call) before restoring: weights created after the restore draw
-    their initial values from the restored generator, which then no longer continues
-    where the saved run was.
+    global generator continue exactly after a restore. A model may be built before or
+    after the restore: weights created after it take their restored values without
+    running their initializers, so they draw nothing from the restored generator.
 
     Example:
         >>> import layerkit as lk

@@ -50,6 +50,12 @@ def take_deferred(owner, name: str):
     return value
 
 
+def has_deferred(owner, name: str) -> bool:
+    """Whether a restore parked a value for ``owner``'s variable ``name``."""
+    pending = getattr(owner, "__dict__", {}).get(_PENDING_ATTR)
+    return bool(pending) and name in pending
+
+
 def apply_deferred(owner, name: str, variable) -> bool:
     """Assign the parked value for ``owner``'s variable ``name`` to ``variable``, if any.
 

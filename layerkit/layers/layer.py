@@ -189,12 +189,19 @@ class Layer(Tracked):
         dtype = as_dtype(dtype) or self._dtype
         if initializer is None:
             initializer = "glorot_uniform" if dtype.kind == "f" else "zeros"
-        value = to_array(initializers.get(initializer)(shape, dtype=dtype), dtype)
+        init = initializers.get(initializer)
         name = name or "variable"
+        # A value parked by a checkpoint restore replaces the initial value: the
+        # initializer does not run, so it draws nothing from lk.random's global generator
+        # (a restored generator state then continues exactly as in the saved run).
+        parked = trackable.has_deferred(self, name)
+        value = np.zeros(shape, dtype) if parked else to_array(init(shape, dtype=dtype), dtype)
         var = Variable(value, trainable=trainable and self._trainable, name=name, dtype=dtype)
         self._track_variable(var, name, trainable=trainable)
         try:  # a value a checkpoint restore parked for this weight
-            trackable.apply_deferred(self, self._var_names[id(var)], var)
+            restored = trackable.apply_deferred(self, self._var_names[id(var)], var)
+            if parked and not restored:  # it was parked under another (unique) name
+                var._v = to_array(init(shape, dtype=dtype), dtype)
         except Exception:
             # It does not fit (a model built differently from the saved one). The error
             # names the file and path; the layer is left without the half-made weight.
