@@ -1,6 +1,6 @@
 """A character-level LSTM language model on a small text shipped with the examples.
 
-    python examples/char_rnn.py            # about 15 s on 2 cores
+    python examples/char_rnn.py            # a few seconds on 2 cores
     python examples/char_rnn.py --smoke    # tiny run (used by the tests)
 
 The model reads 40 characters and predicts the next one at every position:

@@ -1,6 +1,6 @@
 """Train a small CNN on scikit-learn's bundled 8x8 digits and check it end to end.
 
-    python examples/train_digits.py            # about 15 s on 2 cores
+    python examples/train_digits.py            # a few seconds on 2 cores
     python examples/train_digits.py --smoke    # a tiny, fast run (used by the tests)
 
 What it shows:

@@ -408,7 +408,8 @@ class Loss:
 
     def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
         """The reduced loss of a batch (a scalar Tensor unless ``reduction='none'``)."""
-        values = self.call(y_true, y_pred)
+        # A subclass's call() gets Tensors, as in Keras (lists and arrays converted).
+        values = self.call(_tensor(y_true), _tensor(y_pred))
         if sample_weight is None and self.reduction in ("sum_over_batch_size", "mean") \
                 and values.ndim and 0 not in values.shape:  # (reduce_mean of nothing: nan)
             return _reduce.reduce_mean(values)  # sum / size, in one op

@@ -468,7 +468,11 @@ class Checkpoint:
         return f"<Checkpoint {sorted(self._objects)} save_counter={int(self._save_counter._v)}>"
 
 
-def _restore(root, reader: CheckpointReader) -> CheckpointLoadStatus:
+def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False
+             ) -> CheckpointLoadStatus:
+    """Restore ``root``'s object graph from ``reader``. With ``skip_mismatch``
+    (``Model.load_weights``), variables whose shape or dtype differ from the file's keep
+    their values, with a warning, instead of failing the whole restore."""
     path = reader.path
     meta = reader.meta
     if not isinstance(meta, dict) or meta.get("kind") != _META_KIND:
@@ -502,7 +506,10 @@ def _restore(root, reader: CheckpointReader) -> CheckpointLoadStatus:
             defer[key] = (graph.objects[segs], name)
         else:
             unexpected.append(key)
-    if problems:
+    if problems and skip_mismatch:
+        warnings.warn(f"checkpoint '{path}': skipped {len(problems)} variable(s) whose "
+                      f"shape/dtype differ:\n  " + "\n  ".join(problems), stacklevel=3)
+    elif problems:
         raise CheckpointError(path, "shape/dtype mismatch, nothing was restored:\n  "
                               + "\n  ".join(problems))
     set_states = {}

@@ -787,12 +787,18 @@ class Model(Layer):
         """
         import os
 
-        from layerkit.checkpoint.checkpoint import Checkpoint
+        from layerkit.checkpoint.checkpoint import Checkpoint, _restore
+        from layerkit.checkpoint.format import CheckpointReader
 
-        status = Checkpoint(model=self).read(os.fspath(filepath))
-        if not skip_mismatch and self.built and hasattr(status, "assert_existing_objects_matched"):
-            status.assert_existing_objects_matched()
-        elif hasattr(status, "expect_partial"):
+        with CheckpointReader(os.fspath(filepath)) as reader:
+            status = _restore(Checkpoint(model=self), reader, skip_mismatch=skip_mismatch)
+        if not skip_mismatch and self.built:
+            try:
+                status.assert_existing_objects_matched()
+            except AssertionError as e:
+                raise ValueError(f"load_weights: the weights in {os.fspath(filepath)!r} do "
+                                 f"not match model '{self.name}': {e}") from None
+        else:
             status.expect_partial()
         return status
 
