@@ -158,11 +158,13 @@ class ColumnarNode(Node):
             if rb is None:
                 raise ValueError(f"{where}: the columns differ from the first file's "
                                  f"{list(specs)}")
+        if not rb.schema.equals(self._schema):  # one C call; per-field only when it differs
+            for field in rb.schema:
+                if field.type != self._schema.field(field.name).type:
+                    _check_same_kind(field, specs[field.name], where)
         out = []
-        for name, arr, field in zip(specs, rb.columns, rb.schema):
+        for name, arr in zip(specs, rb.columns):
             spec = specs[name]
-            if field.type != self._schema.field(name).type:
-                _check_same_kind(field, spec, where)
             a = _column(arr, name, spec, where)
             if a.dtype != spec.dtype and not (a.dtype.kind == spec.dtype.kind == "S"):
                 raise TypeError(f"{where}: column {name!r} is {a.dtype.name} here but "
