@@ -8,6 +8,8 @@ import layerkit as lk
 from layerkit import layers as L
 from layerkit import losses, optimizers
 
+from .custom_steps import Keras3Step
+
 SCCE = losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
@@ -97,19 +99,7 @@ class _TF2Style(_Net):
 class _Keras3Style(_Net):
     """Keras 3's guide: compute_loss, then the `loss` metric updated by hand."""
 
-    def train_step(self, data):
-        x, y = data
-        with lk.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compute_loss(y=y, y_pred=y_pred)
-        grads = tape.gradient(loss, self.trainable_variables)
-        self.optimizer.apply(grads, self.trainable_variables)
-        for m in self.metrics:
-            if m.name == "loss":
-                m.update_state(loss)
-            else:
-                m.update_state(y, y_pred)
-        return {m.name: m.result() for m in self.metrics}
+    train_step = Keras3Step.train_step
 
 
 def _regression(n=20, seed=1):

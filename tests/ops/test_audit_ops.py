@@ -9,13 +9,7 @@ import pytest
 import layerkit as lk
 from layerkit.autodiff.check import check_grads
 
-
-def _grad(f, x):
-    x = lk.constant(np.asarray(x, np.float64))
-    with lk.GradientTape() as t:
-        t.watch(x)
-        y = f(x)
-    return t.gradient(y, x).numpy()
+from .test_reduce import _grad  # float64 tape gradient of f at x
 
 
 def test_relu6_gradient_is_zero_at_both_kinks_like_tf():
