@@ -382,7 +382,15 @@ class Layer(Tracked):
             raise
 
     def _annotated(self, e: ValueError, args: tuple) -> ValueError:
-        shapes = [tuple(a.shape) if hasattr(a, "shape") else type(a).__name__ for a in args]
+        def shape_of(a):  # nested lists/tuples/dicts of inputs show their leaves' shapes
+            if hasattr(a, "shape"):
+                return tuple(a.shape)
+            if isinstance(a, (list, tuple)):
+                return [shape_of(b) for b in a]
+            if isinstance(a, dict):
+                return {k: shape_of(b) for k, b in a.items()}
+            return type(a).__name__
+        shapes = [shape_of(a) for a in args]
         built = self.__dict__.get("_build_shape")
         built = f"; built for input shape {built}" if built is not None else ""
         msg = (f"Exception encountered when calling {self._where()} "

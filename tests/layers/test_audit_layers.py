@@ -97,3 +97,8 @@ def test_add_weight_keras3_positional_order():
     assert w.shape == (2,) and w.numpy().tolist() == [1.0, 1.0]
     w = layer.add_weight((4,), "my_weight", initializer="zeros")
     assert w.shape == (4,) and "my_weight" in w.name and not w.numpy().any()
+
+
+def test_the_call_error_shows_the_shapes_of_list_inputs():
+    with pytest.raises(ValueError, match=r"input shape\(s\) \[\[\(2, 3\), \(3, 4\)\]\]"):
+        L.Concatenate()([np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)])
