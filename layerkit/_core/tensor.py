@@ -43,6 +43,30 @@ class Tensor:
             return a.astype(dtype)
         return a.copy() if copy else a
 
+    # ---- DLPack: zero-copy exchange with NumPy, PyTorch, JAX, ... (see lk.from_dlpack) ---
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the value through DLPack; the consumer shares this tensor's buffer.
+
+        A read-only buffer is exported as read-only to consumers of DLPack >= 1.0; older
+        consumers (no ``max_version``), which cannot be told, get a copy unless they
+        pass ``copy=False`` (then ``BufferError``). A Variable exports a snapshot of its
+        value, as ``Variable.numpy()`` does (optimizer steps update it in place).
+        """
+        a = self.numpy()
+        if copy is False and a is not self._v and not np.may_share_memory(a, self._v):
+            raise BufferError("a Variable exports a snapshot of its value through DLPack, "
+                              "so copy=False cannot be honoured; export var.value()")
+        try:
+            return a.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                                copy=copy)
+        except BufferError:
+            if a.flags.writeable or copy is False:
+                raise
+            return a.__dlpack__(stream=stream, dl_device=dl_device, copy=True)
+
+    def __dlpack_device__(self) -> tuple:
+        return np.asarray(self._v).__dlpack_device__()
+
     @property
     def shape(self) -> tuple:
         try:
