@@ -56,13 +56,16 @@ class Tensor:
         if copy is False and a is not self._v and not np.may_share_memory(a, self._v):
             raise BufferError("a Variable exports a snapshot of its value through DLPack, "
                               "so copy=False cannot be honoured; export var.value()")
+        # Only the arguments given: NumPy 2.0's __dlpack__ knows ``stream`` alone.
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
         try:
-            return a.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                                copy=copy)
+            return a.__dlpack__(stream=stream, **kwargs)
         except BufferError:
             if a.flags.writeable or copy is False:
                 raise
-            return a.__dlpack__(stream=stream, dl_device=dl_device, copy=True)
+            kwargs.pop("copy", None)
+            return a.copy().__dlpack__(stream=stream, **kwargs)
 
     def __dlpack_device__(self) -> tuple:
         return np.asarray(self._v).__dlpack_device__()
