@@ -1,8 +1,9 @@
 """Keras 3 weights into layerkit models (tests/fixtures/keras, made once by Keras).
 
 Each fixture holds a Keras model's weights and Keras's predictions on fixed inputs; the
-layerkit models below rebuild the same architectures, load the weights and must predict
-the same values. The fixture generator (make_keras_fixtures.py) says how to rerun it.
+layerkit models are built by the same code (tests/fixtures/keras/architectures.py, with
+``lk`` in place of ``keras``), load the weights and must predict the same values. The
+fixture generator (make_keras_fixtures.py) says how to rerun it.
 """
 import pathlib
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 import layerkit as lk
 from layerkit.io.keras_weights import keras_weight_groups
+from tests.fixtures.keras import architectures
 
 h5py = pytest.importorskip("h5py")
 
@@ -21,55 +23,15 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "keras"
 
 
 def conv_model():
-    inp = lk.Input((6, 6, 2))
-    x = L.Conv2D(3, 3, padding="same", activation="relu")(inp)
-    x = L.BatchNormalization()(x)
-    x = L.DepthwiseConv2D(3, depth_multiplier=2)(x)
-    x = L.Conv2DTranspose(2, 3, strides=2, padding="same")(x)
-    x = L.GlobalAveragePooling2D()(x)
-    x = L.Dense(4)(x)
-    x = L.LayerNormalization()(x)
-    inner_in = lk.Input((4,))
-    inner = lk.Model(inner_in, L.Dense(3, activation="tanh")(inner_in))
-    return lk.Model(inp, inner(x))
+    return architectures.conv_model(lk)
 
 
 def seq_model(units=4):
-    inp = lk.Input((5,), dtype="int32")
-    x = L.Embedding(12, 6)(inp)
-    x = L.Bidirectional(L.LSTM(4, return_sequences=True))(x)
-    x = L.GRU(3, return_sequences=True)(x)
-    x = L.SimpleRNN(units, return_sequences=True)(x)
-    a = L.MultiHeadAttention(num_heads=2, key_dim=3)(x, x)
-    x = L.Add()([x, a])
-    head = lk.Sequential([L.Dense(4, activation="tanh"), L.Dense(2)])
-    return lk.Model(inp, head(x))
+    return architectures.seq_model(lk, units)
 
 
-class Block(L.Layer):
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.inner = L.Dense(2)
-
-    def build(self, input_shape):
-        self.scale = self.add_weight(shape=(2,), initializer="ones")
-
-    def call(self, x):
-        return self.inner(x) * self.scale
-
-
-class Subclassed(lk.Model):
-    def __init__(self):
-        super().__init__()
-        self.zeta = L.Dense(3)
-        self.alpha = L.Dense(3, activation="relu")
-        self.blocks = [Block(), Block()]
-
-    def call(self, x):
-        x = self.alpha(self.zeta(x))
-        for block in self.blocks:
-            x = block(x)
-        return x
+def subclassed_model():
+    return architectures.subclassed_model(lk)
 
 
 def _data(name):
@@ -99,7 +61,7 @@ def _extract_member(tmp_path):
 @pytest.mark.parametrize("name,build,filename", [
     ("conv", conv_model, "conv.weights.h5"),
     ("seq", seq_model, "seq.keras"),
-    ("subclassed", Subclassed, "subclassed.weights.h5"),
+    ("subclassed", subclassed_model, "subclassed.weights.h5"),
 ])
 def test_predictions_match_keras(name, build, filename):
     x, y = _data(name)
@@ -139,7 +101,7 @@ def test_every_value_lands_at_its_keras_path(tmp_path):
 
 
 def test_subclassed_paths_follow_attribute_names_and_layers():
-    model = Subclassed()
+    model = subclassed_model()
     model(np.zeros((1, 4), np.float32))
     groups = {p: [tuple(v.shape) for v in vs]
               for p, (_, vs) in keras_weight_groups(model).items() if vs}
@@ -231,7 +193,7 @@ def test_skip_mismatch_loads_the_rest_with_a_warning():
 
 
 def test_unbuilt_model_is_refused():
-    model = Subclassed()
+    model = subclassed_model()
     with pytest.raises(ValueError, match="not built"):
         model.load_weights(FIXTURES / "subclassed.weights.h5")
 
