@@ -1,4 +1,4 @@
-"""Keras 3 weights into layerkit models: ``.weights.h5`` files and ``.keras`` archives.
+"""Keras 3 weights in layerkit models: ``.weights.h5`` files and ``.keras`` archives.
 
 Keras 3 stores weights in HDF5 by *object path*, not by weight name: every layer (and
 model, and optimizer) gets a group, and its own variables are the datasets
@@ -22,6 +22,7 @@ projections as its own weights, maps them to Keras's ``query_dense``/``key_dense
 group tree to a built model through that map: it is the single loader behind
 ``Model.load_weights`` for ``.weights.h5``/``.keras`` files, and the piece a future
 ``lk.models.load_model`` reuses once it has built the model from ``config.json``.
+:func:`save_keras_weights` writes the same layout (Keras 3's ``load_weights`` reads it).
 
 Optimizer variables (the ``optimizer`` group) are loaded, as Keras does, when the model
 has a built optimizer with as many variables as the file; otherwise they are skipped
@@ -42,7 +43,7 @@ from layerkit.io._optional import require
 from layerkit.layers.attention import MultiHeadAttention
 from layerkit.layers.tracking import Tracked, is_container, snake_case
 
-__all__ = ["keras_weight_groups", "load_h5_group", "load_keras_weights"]
+__all__ = ["keras_weight_groups", "load_h5_group", "load_keras_weights", "save_keras_weights"]
 
 _FEATURE = "Keras .weights.h5 / .keras files"
 
@@ -334,3 +335,44 @@ def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
     with f:
         _check_keras3(f, source)
         return load_h5_group(model, f, source, skip_mismatch=skip_mismatch)
+
+
+def save_keras_weights(model, filepath) -> str:
+    """Write a model's weights as a Keras 3 ``.weights.h5`` file, atomically.
+
+    The layout is the one :func:`load_keras_weights` reads (each layer's weights at its
+    Keras path, ``<path>/vars/<i>``), so Keras 3's ``model.load_weights`` loads the file
+    into a Keras model of the same architecture; a built optimizer's variables are
+    written under ``optimizer/vars`` as Keras does.
+
+    Args:
+        model: a built layerkit model.
+        filepath: the file to write (``*.weights.h5``).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ImportError: h5py is not installed (``pip install layerkit[h5]``).
+        ValueError: the model is not built.
+    """
+    from layerkit.checkpoint.format import atomic_write_bytes
+
+    h5py = require("h5py", "h5", _FEATURE)
+    path = os.fspath(filepath)
+    if not getattr(model, "built", True):
+        raise ValueError(f"save_weights({path!r}): model '{model.name}' is not built, so "
+                         f"it has no weights yet")
+    groups = [(p, layer.name, vs) for p, (layer, vs) in keras_weight_groups(model).items()]
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and getattr(optimizer, "built", False):
+        groups.append(("optimizer", optimizer.name, list(optimizer.variables)))
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        for group_path, name, variables in groups:
+            g = f.require_group(_join(group_path, "vars"))
+            g.attrs["name"] = name
+            for i, v in enumerate(variables):
+                g.create_dataset(str(i), data=np.asarray(v._v))
+    atomic_write_bytes(path, buffer.getvalue())
+    return path

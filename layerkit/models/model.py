@@ -765,16 +765,16 @@ class Model(Layer):
         """Write the model's weights to ``filepath``.
 
         The suffix picks the format: ``.safetensors`` (weights by layer path, through
-        the optional ``safetensors`` package, see :mod:`layerkit.io`); anything else is
-        an ``lk.Checkpoint`` file. (Keras ``.weights.h5``/``.keras`` files can be
-        loaded, not written.)
+        the optional ``safetensors`` package); ``.weights.h5``/``.h5`` (Keras 3's layout,
+        which Keras's ``load_weights`` reads, through the optional ``h5py``); anything
+        else is an ``lk.Checkpoint`` file. See :mod:`layerkit.io`.
 
         Returns:
             The path written.
 
         Raises:
             FileExistsError: the file exists and ``overwrite`` is False.
-            ValueError: a ``.h5``/``.keras`` path.
+            ValueError: a ``.keras`` path (a whole-model archive, not weights).
         """
         import os
 
@@ -789,9 +789,12 @@ class Model(Layer):
 
             return save_model_safetensors(self, path)
         if kind == "keras":
-            raise ValueError(f"save_weights({path!r}): writing Keras .h5/.keras files is not "
-                             f"supported (loading them is); use a .safetensors path or a "
-                             f"layerkit checkpoint path")
+            if path.lower().endswith(".keras"):
+                raise ValueError(f"save_weights({path!r}): a .keras file is a whole-model "
+                                 f"archive; save weights as '.weights.h5'")
+            from layerkit.io.keras_weights import save_keras_weights
+
+            return save_keras_weights(self, path)
         return Checkpoint(model=self).write(path)
 
     def load_weights(self, filepath, skip_mismatch: bool = False):

@@ -217,9 +217,33 @@ def test_legacy_and_foreign_files_are_refused(tmp_path):
         conv_model().load_weights(tmp_path / "missing.weights.h5")
 
 
-def test_saving_keras_formats_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="writing Keras"):
-        conv_model().save_weights(tmp_path / "x.weights.h5")
+def test_written_file_has_keras_layout_and_round_trips(tmp_path):
+    # Keras 3's own load_weights reads these files (checked by hand with Keras 3.15:
+    # same predictions, optimizer included); here: the same paths and shapes as the
+    # file Keras wrote, and a round trip into a fresh model.
+    x, y = _data("conv")
+    model = conv_model()
+    model.compile(lk.optimizers.Adam(), "mse")
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(FIXTURES / "conv.weights.h5")
+    path = model.save_weights(tmp_path / "lk.weights.h5")
+    ours, keras = _file_weights(path), _file_weights(FIXTURES / "conv.weights.h5")
+    assert {k: v.shape for k, v in ours.items()} == {k: v.shape for k, v in keras.items()}
+    for k in keras:
+        np.testing.assert_array_equal(ours[k], keras[k].astype(ours[k].dtype))
+    fresh = conv_model()
+    fresh.load_weights(path)
+    np.testing.assert_allclose(fresh.predict(x, verbose=0), y, rtol=1e-5, atol=1e-5)
+    with h5py.File(path, "r") as f:  # as in Keras, each group is labelled with the name
+        conv = next(layer for layer in model.layers if isinstance(layer, L.Conv2D))
+        assert f["layers/conv2d/vars"].attrs["name"] == conv.name
+
+
+def test_keras_archive_and_unbuilt_models_are_not_written(tmp_path):
+    with pytest.raises(ValueError, match="whole-model archive"):
+        conv_model().save_weights(tmp_path / "x.keras")
+    with pytest.raises(ValueError, match="not built"):
+        subclassed_model().save_weights(tmp_path / "x.weights.h5")
 
 
 def test_missing_h5py_names_the_extra(monkeypatch):
