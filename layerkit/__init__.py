@@ -18,6 +18,9 @@ from layerkit import callbacks, losses, metrics, models, optimizers  # noqa: E40
 from layerkit.models import Input, Model, Sequential  # noqa: E402
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
+from layerkit import io  # noqa: E402
+from layerkit.io.dlpack import from_dlpack  # noqa: E402
+from layerkit._info import show_config  # noqa: E402
 
 _memory.tune_on_import()
 

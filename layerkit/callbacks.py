@@ -16,7 +16,7 @@ import numpy as np
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "Progbar", "EarlyStopping",
            "ModelCheckpoint", "LearningRateScheduler", "CSVLogger", "TerminateOnNaN",
-           "LambdaCallback"]
+           "LambdaCallback", "TensorBoard"]
 
 
 class Callback:
@@ -660,3 +660,7 @@ class LambdaCallback(Callback):
                 raise ValueError(f"LambdaCallback: unknown hook {name!r}; expected one of "
                                  f"{_HOOKS}")
             setattr(self, name, fn)
+
+
+# Kept in its own module (below the base class it subclasses); exported from here as in Keras.
+from layerkit.callbacks_tensorboard import TensorBoard  # noqa: E402

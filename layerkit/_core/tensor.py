@@ -43,6 +43,33 @@ class Tensor:
             return a.astype(dtype)
         return a.copy() if copy else a
 
+    # ---- DLPack: zero-copy exchange with NumPy, PyTorch, JAX, ... (see lk.from_dlpack) ---
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the value through DLPack; the consumer shares this tensor's buffer.
+
+        A read-only buffer is exported as read-only to consumers of DLPack >= 1.0; older
+        consumers (no ``max_version``), which cannot be told, get a copy unless they
+        pass ``copy=False`` (then ``BufferError``). A Variable exports a snapshot of its
+        value, as ``Variable.numpy()`` does (optimizer steps update it in place).
+        """
+        a = self.numpy()
+        if copy is False and a is not self._v and not np.may_share_memory(a, self._v):
+            raise BufferError("a Variable exports a snapshot of its value through DLPack, "
+                              "so copy=False cannot be honoured; export var.value()")
+        # Only the arguments given: NumPy 2.0's __dlpack__ knows ``stream`` alone.
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        try:
+            return a.__dlpack__(stream=stream, **kwargs)
+        except BufferError:
+            if a.flags.writeable or copy is False:
+                raise
+            kwargs.pop("copy", None)
+            return a.copy().__dlpack__(stream=stream, **kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return np.asarray(self._v).__dlpack_device__()
+
     @property
     def shape(self) -> tuple:
         try:

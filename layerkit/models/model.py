@@ -762,10 +762,19 @@ class Model(Layer):
 
     # ---- weights files ------------------------------------------------------------------------
     def save_weights(self, filepath, overwrite: bool = True) -> str:
-        """Write the model's weights to ``filepath`` (an ``lk.Checkpoint`` file).
+        """Write the model's weights to ``filepath``.
+
+        The suffix picks the format: ``.safetensors`` (weights by layer path, through
+        the optional ``safetensors`` package); ``.weights.h5``/``.h5`` (Keras 3's layout,
+        which Keras's ``load_weights`` reads, through the optional ``h5py``); anything
+        else is an ``lk.Checkpoint`` file. See :mod:`layerkit.io`.
 
         Returns:
             The path written.
+
+        Raises:
+            FileExistsError: the file exists and ``overwrite`` is False.
+            ValueError: a ``.keras`` path (a whole-model archive, not weights).
         """
         import os
 
@@ -774,22 +783,50 @@ class Model(Layer):
         path = os.fspath(filepath)
         if not overwrite and os.path.exists(path):
             raise FileExistsError(f"save_weights: {path} exists and overwrite=False")
+        kind = _weights_format(path)
+        if kind == "safetensors":
+            from layerkit.io.safetensors_format import save_model_safetensors
+
+            return save_model_safetensors(self, path)
+        if kind == "keras":
+            if path.lower().endswith(".keras"):
+                raise ValueError(f"save_weights({path!r}): a .keras file is a whole-model "
+                                 f"archive; save weights as '.weights.h5'")
+            from layerkit.io.keras_weights import save_keras_weights
+
+            return save_keras_weights(self, path)
         return Checkpoint(model=self).write(path)
 
     def load_weights(self, filepath, skip_mismatch: bool = False):
-        """Restore weights written by :meth:`save_weights`.
+        """Restore weights written by :meth:`save_weights`, or by Keras 3.
 
-        Values for layers that are not built yet are applied when they are built.
+        The suffix picks the format: ``.weights.h5``/``.h5`` (Keras 3
+        ``save_weights``) and ``.keras`` (the weights of a Keras 3 archive) need the
+        optional ``h5py`` and a built model of the same architecture; layers are matched
+        by their Keras path, weights by position (:mod:`layerkit.io.keras_weights`).
+        ``.safetensors`` files are matched by layer path. Anything else is an
+        ``lk.Checkpoint`` file. For checkpoints and safetensors, values for layers that
+        are not built yet are applied when they are built.
 
         Raises:
             FileNotFoundError / ValueError: a missing or corrupted file, or (unless
                 ``skip_mismatch``) weights that do not match the model.
+            ImportError: the optional package a format needs is not installed.
         """
         import os
 
         from layerkit.checkpoint.checkpoint import Checkpoint, _restore
         from layerkit.checkpoint.format import CheckpointReader
 
+        kind = _weights_format(os.fspath(filepath))
+        if kind == "keras":
+            from layerkit.io.keras_weights import load_keras_weights
+
+            return load_keras_weights(self, filepath, skip_mismatch=skip_mismatch)
+        if kind == "safetensors":
+            from layerkit.io.safetensors_format import load_model_safetensors
+
+            return load_model_safetensors(self, filepath, skip_mismatch=skip_mismatch)
         with CheckpointReader(os.fspath(filepath)) as reader:
             status = _restore(Checkpoint(model=self), reader, skip_mismatch=skip_mismatch)
         if not skip_mismatch and self.built:
@@ -807,6 +844,14 @@ class Model(Layer):
 
     def get_config(self) -> dict:
         return {"name": self.name, "trainable": self.trainable}
+
+
+def _weights_format(path: str) -> str:
+    """``'keras'``, ``'safetensors'`` or ``'checkpoint'``, from a weights file's suffix."""
+    lower = path.lower()
+    if lower.endswith((".h5", ".hdf5", ".keras")):
+        return "keras"
+    return "safetensors" if lower.endswith(".safetensors") else "checkpoint"
 
 
 def _with_class_weight(batch: tuple, cw: np.ndarray) -> tuple:

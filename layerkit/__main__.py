@@ -1,0 +1,7 @@
+"""``python -m layerkit``: print versions, BLAS, threads and platform (for bug reports)."""
+import sys
+
+from layerkit._info import main
+
+if __name__ == "__main__":
+    sys.exit(main())

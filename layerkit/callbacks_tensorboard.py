@@ -1,0 +1,225 @@
+"""``lk.callbacks.TensorBoard``: training logs for TensorBoard, as Keras 3 writes them.
+
+Event files are written by :mod:`layerkit.io.tfevents` (no TensorFlow needed); install
+``tensorboard`` (the ``tensorboard`` extra) only to view them:
+``tensorboard --logdir logs``.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from layerkit.callbacks import Callback
+from layerkit.io import tfevents
+
+__all__ = ["TensorBoard"]
+
+
+def _weight_paths(layer, prefix: str, out: list, seen: set) -> None:
+    """(``outer/inner/kernel``, Variable) for a layer's weights, Keras's ``weight.path``."""
+    seen.add(id(layer))
+    names = layer._var_names
+    for v in layer._trainable_vars + layer._non_trainable_vars:
+        out.append((f"{prefix}/{names[id(v)]}", v))
+    for sub in layer.layers:
+        if id(sub) not in seen:
+            _weight_paths(sub, f"{prefix}/{sub.name}", out, seen)
+
+
+def _shapes(tensors) -> list:
+    from layerkit.autodiff.nest import flatten
+
+    return [tuple(t.shape) for t in flatten(tensors) if hasattr(t, "shape")]
+
+
+def model_graph(model) -> bytes | None:
+    """A ``GraphDef`` of a functional or Sequential model's layers (one node per layer,
+    op = class name, edges between layers, ``_output_shapes``); None for other models,
+    whose structure is only known by running them (Keras writes none either)."""
+    nodes = []
+    graph = model.__dict__.get("_graph")
+    if graph is not None:
+        for t, name in zip(graph.flat_inputs, graph.input_names):
+            nodes.append((name, "InputLayer", [], [tuple(t.shape)]))
+        index = {}
+        for node in graph.nodes:
+            layer = node.layer
+            inputs = [t.layer.name if t.layer is not None else t.name for t in node.inputs]
+            if id(layer) in index:  # a shared layer: one node with every caller's inputs
+                entry = nodes[index[id(layer)]]
+                entry[2].extend(i for i in inputs if i not in entry[2])
+                continue
+            index[id(layer)] = len(nodes)
+            nodes.append((layer.name, type(layer).__name__, inputs, _shapes(node.outputs)))
+    elif "_stack" in model.__dict__.get("_tracked", {}):
+        shape = model.__dict__.get("_input_shape")
+        shapes = {id(layer): s for layer, s in model._symbolic_shapes()}
+        previous = []
+        if shape is not None:
+            nodes.append(("input_layer", "InputLayer", [], [tuple(shape)]))
+            previous = ["input_layer"]
+        for layer in model.layers:
+            out = shapes.get(id(layer))
+            nodes.append((layer.name, type(layer).__name__, previous,
+                          [tuple(out)] if out is not None else []))
+            previous = [layer.name]
+    else:
+        return None
+    return tfevents.graph_def(
+        tfevents.node_def(name, op, inputs, {"_output_shapes": out} if out else None)
+        for name, op, inputs, out in nodes)
+
+
+class TensorBoard(Callback):
+    """Write losses, metrics, the learning rate, weight histograms and the model graph
+    for TensorBoard (Keras 3's callback: same arguments, directories and tags).
+
+    Under ``log_dir/train``: ``epoch_<metric>`` per epoch (``epoch_loss``,
+    ``epoch_learning_rate``, ...), ``batch_<metric>`` every ``update_freq`` batches,
+    ``<layer>/<weight>/histogram`` every ``histogram_freq`` epochs, and the layer graph
+    of a functional or Sequential model. Under ``log_dir/validation``: the ``val_*``
+    metrics as ``epoch_<metric>``, and ``evaluation_<metric>_vs_iterations`` at the
+    optimizer's step after every evaluation.
+
+    Args:
+        log_dir: the directory of the logs (``tensorboard --logdir log_dir``).
+        histogram_freq: epochs between weight histograms (0: none).
+        write_graph: write the model's layer graph.
+        write_images: not supported (must be False).
+        write_steps_per_second: also log training steps per second.
+        update_freq: ``'epoch'``, ``'batch'`` (= 1) or an int N: write batch-level
+            metrics every N batches.
+        profile_batch: must be 0 (profiling needs TensorFlow or JAX, as in Keras).
+        embeddings_freq, embeddings_metadata: not supported (0 / None).
+
+    Raises:
+        ValueError: an invalid ``update_freq`` or ``histogram_freq``, or profiling.
+        NotImplementedError: ``write_images`` or ``embeddings_freq``.
+
+    Example:
+        >>> import layerkit as lk
+        >>> tb = lk.callbacks.TensorBoard(log_dir="logs")  # doctest: +SKIP
+        >>> model.fit(x, y, epochs=3, callbacks=[tb])  # doctest: +SKIP
+    """
+
+    def __init__(self, log_dir="logs", histogram_freq: int = 0, write_graph: bool = True,
+                 write_images: bool = False, write_steps_per_second: bool = False,
+                 update_freq="epoch", profile_batch=0, embeddings_freq: int = 0,
+                 embeddings_metadata=None) -> None:
+        super().__init__()
+        if update_freq == "batch":
+            update_freq = 1
+        if update_freq != "epoch" and not (isinstance(update_freq, int) and update_freq > 0):
+            raise ValueError(f"TensorBoard: update_freq must be 'epoch', 'batch' or a positive "
+                             f"int; received {update_freq!r}")
+        if not isinstance(histogram_freq, int) or histogram_freq < 0:
+            raise ValueError(f"TensorBoard: histogram_freq must be an int >= 0; received "
+                             f"{histogram_freq!r}")
+        if profile_batch:
+            raise ValueError(f"TensorBoard: profiling is not available in layerkit (Keras "
+                             f"offers it only with the TensorFlow and JAX backends); "
+                             f"received profile_batch={profile_batch!r} (must be 0)")
+        if write_images:
+            raise NotImplementedError("TensorBoard: write_images=True is not supported")
+        if embeddings_freq or embeddings_metadata:
+            raise NotImplementedError("TensorBoard: embeddings_freq/embeddings_metadata are "
+                                      "not supported")
+        self.log_dir = os.fspath(log_dir)
+        self.histogram_freq = histogram_freq
+        self.write_graph = bool(write_graph)
+        self.write_steps_per_second = bool(write_steps_per_second)
+        self.update_freq = update_freq
+        self.needs_batch_logs = update_freq != "epoch"
+        self._writers: dict = {}
+        self._global_train_batch = 0
+        self._batch_start = 0.0
+        self._epoch_start = 0.0
+        self._epoch_iterations = 0
+
+    # ---- writers ------------------------------------------------------------------------
+    def _writer(self, which: str) -> tfevents.EventFileWriter:
+        w = self._writers.get(which)
+        if w is None:
+            w = self._writers[which] = tfevents.EventFileWriter(
+                os.path.join(self.log_dir, which))
+        return w
+
+    def _close_writers(self) -> None:
+        for w in self._writers.values():
+            w.close()
+        self._writers = {}
+
+    def _iterations(self) -> int:
+        optimizer = getattr(self.model, "optimizer", None)
+        it = getattr(optimizer, "iterations", None)
+        return int(np.asarray(it)) if it is not None else 0
+
+    # ---- hooks -------------------------------------------------------------------------
+    def on_train_begin(self, logs=None) -> None:
+        self._global_train_batch = 0
+        if self.write_graph:
+            graph = model_graph(self.model)
+            if graph is not None:
+                self._writer("train").add_graph(graph)
+
+    def on_train_end(self, logs=None) -> None:
+        self._close_writers()
+
+    def on_train_batch_begin(self, batch, logs=None) -> None:
+        self._global_train_batch += 1
+        if self.write_steps_per_second:
+            self._batch_start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None) -> None:
+        step = self._global_train_batch
+        if self.update_freq == "epoch" or step % self.update_freq:
+            return
+        writer = self._writer("train")
+        if self.write_steps_per_second:
+            elapsed = time.perf_counter() - self._batch_start
+            writer.add_scalar("batch_steps_per_second", 1.0 / max(elapsed, 1e-9), step)
+        for name, value in (logs or {}).items():
+            writer.add_scalar(f"batch_{name}", value, step)
+
+    def on_epoch_begin(self, epoch, logs=None) -> None:
+        if self.write_steps_per_second:
+            self._epoch_start = time.perf_counter()
+            self._epoch_iterations = self._iterations()
+
+    def on_epoch_end(self, epoch, logs=None) -> None:
+        logs = dict(logs or {})
+        train = {k: v for k, v in logs.items() if not k.startswith("val_")}
+        val = {k[4:]: v for k, v in logs.items() if k.startswith("val_")}
+        lr = getattr(getattr(self.model, "optimizer", None), "learning_rate", None)
+        if lr is not None:
+            train["learning_rate"] = float(np.asarray(lr))
+        if self.write_steps_per_second:
+            elapsed = max(time.perf_counter() - self._epoch_start, 1e-9)
+            train["steps_per_second"] = (self._iterations() - self._epoch_iterations) / elapsed
+        for which, values in (("train", train), ("validation", val)):
+            if values:
+                writer = self._writer(which)
+                for name, value in values.items():
+                    writer.add_scalar(f"epoch_{name}", value, epoch)
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            writer = self._writer("train")
+            pairs: list = []
+            seen: set = set()
+            for layer in self.model.layers:
+                if id(layer) not in seen:
+                    _weight_paths(layer, layer.name, pairs, seen)
+            for path, var in pairs:
+                writer.add_histogram(f"{path}/histogram", np.asarray(var._v), epoch)
+        for w in self._writers.values():
+            w.flush()
+
+    def on_test_end(self, logs=None) -> None:
+        if getattr(self.model, "optimizer", None) is None or not logs:
+            return
+        writer = self._writer("validation")
+        step = self._iterations()
+        for name, value in logs.items():
+            writer.add_scalar(f"evaluation_{name}_vs_iterations", value, step)
+        writer.flush()
