@@ -309,8 +309,11 @@ class ColumnarIterator(NodeIterator):
         if state.get("source") != self._node.name:
             raise ValueError(f"iterator state is from a {state.get('source')} source, this "
                              f"pipeline reads with {self._node.name}")
+        part, row = int(state["part"]), int(state["row"])
+        if part < 0 or row < 0:
+            raise ValueError(f"negative position: part {part}, row {row}")
         self._close_part()
-        self._part, self._row = int(state["part"]), int(state["row"])
+        self._part, self._row = part, row
         self._done = bool(state["done"])
 
     def close(self) -> None:

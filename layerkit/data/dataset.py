@@ -88,13 +88,17 @@ class Iterator(itertools.chain):
         """Continue from a state saved by :meth:`get_state`.
 
         Raises:
-            ValueError: if the state comes from a differently built pipeline.
+            ValueError: if the state comes from a differently built pipeline, or a stage
+                cannot restore its part (malformed or truncated: the message names the
+                stage, and the iterator is left partly restored).
         """
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT \
+                or not isinstance(state.get("state"), dict):
             raise ValueError(f"Iterator.set_state: not a layerkit.data iterator state "
-                             f"(expected format {STATE_FORMAT!r})")
+                             f"(expected format {STATE_FORMAT!r} and a 'state' dict)")
         mine = _pipeline_names(self._dataset._node)
-        if list(state.get("pipeline", [])) != mine:
+        saved = state.get("pipeline")
+        if not isinstance(saved, (list, tuple)) or list(saved) != mine:
             raise ValueError(f"Iterator.set_state: the state was saved from the pipeline "
                              f"{state.get('pipeline')} but this iterator runs {mine}")
         self._it.set_state(state["state"])
