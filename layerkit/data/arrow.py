@@ -635,6 +635,16 @@ class CsvNode(ColumnarNode):
             self._schema = r.schema
         finally:
             r.close()
+        # A column with no value to infer a type from (a header-only file, or only empty
+        # fields in the first block) is a string column, as in tf.data's make_csv_dataset.
+        untyped = [f.name for f in self._schema if _pa().types.is_null(f.type)]
+        if untyped:
+            self.column_types.update((name, _pa().string()) for name in untyped)
+            r = self._open(0)
+            try:
+                self._schema = r.schema
+            finally:
+                r.close()
         self.specs()
 
     def _options(self):

@@ -308,6 +308,22 @@ def test_from_csv_without_header_names_and_defaults(tmp_path):
         values(Dataset.from_csv(p, column_names=["x", "y"], header=False, delimiter=";"))
 
 
+def test_from_csv_header_only_is_an_empty_dataset(tmp_path):
+    # As in tf.data's make_csv_dataset: a column without a value to infer its type from
+    # is a string column; a header-only file is an empty dataset.
+    p = tmp_path / "h.csv"
+    p.write_text("a,b\n")
+    ds = Dataset.from_csv(p)
+    assert values(ds) == [] and values(ds.batch(4)) == []
+    string = TensorSpec((), np.dtype("S"))
+    assert ds.element_spec == {"a": string, "b": string}
+    typed = Dataset.from_csv(p, column_types={"a": np.int64})
+    assert values(typed) == [] and typed.element_spec["a"] == TensorSpec((), np.int64)
+    more = tmp_path / "m.csv"  # an empty column beside a full one
+    more.write_text("a,b\n1,\n2,\n")
+    assert values(Dataset.from_csv(more)) == [{"a": 1, "b": b""}, {"a": 2, "b": b""}]
+
+
 # ---- text lines ----------------------------------------------------------------------------
 def test_text_line_dataset_files_endings_gzip_and_state(tmp_path):
     a = tmp_path / "a.txt"
