@@ -395,7 +395,13 @@ class Dataset:
                 from layerkit's global generator now).
 
         An exception in ``map_func`` reaches the consumer unchanged (type, message and
-        traceback) with a note naming the map and the element's position.
+        traceback) with a note naming the map and the element's position; the elements
+        after it still come. If a worker process dies (killed, crashed, ``os._exit``),
+        every input element it held raises its own ``RuntimeError`` at that element's
+        position, naming the element and how the process ended; a new process takes its
+        place and the other elements still come. So a loop that goes on past errors
+        receives every element or an error for it. Lost elements are not retried (one
+        of them may be what killed the process).
         """
         return Dataset(MapNode(self._node, map_func, num_parallel_calls, deterministic,
                                use_processes, seed))
