@@ -268,14 +268,17 @@ def shuffle_batch() -> list:
 
 # ---- 5. Parquet (each case in its own process, for peak RSS) ------------------------------------
 PQ_CASES = ("layerkit", "pyarrow", "pyarrow-prebuffer-off", "pyarrow-numpy")
+CRC = "plain+page-checksums"
 
 
 def parquet_case(case: str, path: str) -> None:
     import pyarrow.parquet as pq
     t0 = time.perf_counter()
     n = 0
-    if case == "layerkit":
-        for b in Dataset.from_parquet(path).batch(1024):
+    if case in ("layerkit", "layerkit-checksums-off"):
+        # checksums off: what from_parquet did before it verified them
+        verify = case == "layerkit"
+        for b in Dataset.from_parquet(path, verify_checksums=verify).batch(1024):
             n += len(b["c0"])
     elif case == "pyarrow":
         for rb in pq.ParquetFile(path).iter_batches(batch_size=1024):
@@ -342,6 +345,7 @@ def parquet() -> list:
     with tempfile.TemporaryDirectory() as d:
         files = {}
         for label, rows, options in (("plain", rows_big // 2, PLAIN), ("plain", rows_big, PLAIN),
+                                     (CRC, rows_big, dict(PLAIN, write_page_checksum=True)),
                                      ("default-writer", rows_big, {})):
             p = os.path.join(d, f"{label}{rows}.parquet")
             size = write_parquet(p, rows, options)
@@ -350,6 +354,7 @@ def parquet() -> list:
                   f"{size / 2**20:.0f} MB, row groups of 131,072 rows")
         os.sync()  # write the files back now, not while the cases read them
         runs = [(case, ("plain", rows_big)) for case in PQ_CASES]
+        runs += [("layerkit", (CRC, rows_big)), ("layerkit-checksums-off", (CRC, rows_big))]
         runs += [("layerkit", ("plain", rows_big // 2)), ("layerkit", ("default-writer", rows_big)),
                  ("pyarrow-numpy", ("default-writer", rows_big)), ("baseline", ("plain", rows_big))]
         results: dict = {}
@@ -378,6 +383,11 @@ def parquet() -> list:
         rss_half = max(x[1] for x in results[half])
         out.append(["Parquet 1024-row batches rows/s", fmt_rate(ours), ">= 15M/s",
                     verdict(ours >= 15e6)])
+        crc_on, crc_off = (statistics.median(x[0] for x in results[(c, (CRC, rows_big))])
+                           for c in ("layerkit", "layerkit-checksums-off"))
+        out.append(["Parquet with page checksums: verified / not verified",
+                     f"{fmt_rate(crc_on)} / {fmt_rate(crc_off)}", ">= 15M/s verified",
+                     verdict(crc_on >= 15e6)])
         out.append(["Parquet peak RSS 1M rows vs 2M rows", f"{rss_half} / {rss_big} MB",
                     "independent of size", verdict(rss_big <= rss_half * 1.15 + 10)])
     return out

@@ -17,6 +17,19 @@ The decoded arrays never point into the map. As with any memory-mapped reader, a
 truncated in place while it is being read can crash the process (SIGBUS); files
 replaced by rename, as writers usually do, are safe.
 
+Corruption: Parquet page checksums (a CRC-32 per page, written by e.g. pyarrow's
+``write_page_checksum=True``) are verified by default wherever a file has them, and a
+row group that fails them or fails to decode raises a ValueError naming the file and the
+row group; none of its rows is returned. In our tests every flipped bit in the pages of
+a checksummed file was either reported or harmless (a page-header field that changes
+nothing). What cannot be detected: in files written without page checksums, any change
+that still decodes (most flips in uncompressed pages, about 4 in 5 in snappy-compressed
+ones) returns different values; and Parquet has no checksum over the footer (schema,
+row counts, statistics), so a footer damage that still parses goes unnoticed too.
+Verification costs CPU only for checksummed files (about 40% of the reading rate of a
+plain 16-column file here, 32M -> 19M rows/s); ``from_parquet(verify_checksums=False)``
+skips it.
+
 Iterator state is ``(file index, rows delivered from that file)``; restoring seeks to the
 row group holding that row (Parquet), slices (Arrow tables) or re-reads and skips rows
 (CSV).
@@ -309,8 +322,11 @@ class ColumnarIterator(NodeIterator):
         if state.get("source") != self._node.name:
             raise ValueError(f"iterator state is from a {state.get('source')} source, this "
                              f"pipeline reads with {self._node.name}")
+        part, row = int(state["part"]), int(state["row"])
+        if part < 0 or row < 0:
+            raise ValueError(f"negative position: part {part}, row {row}")
         self._close_part()
-        self._part, self._row = int(state["part"]), int(state["row"])
+        self._part, self._row = part, row
         self._done = bool(state["done"])
 
     def close(self) -> None:
@@ -368,10 +384,12 @@ class ParquetNode(ColumnarNode):
 
     name = "from_parquet"
 
-    def __init__(self, paths, columns, read_batch_size: int) -> None:
+    def __init__(self, paths, columns, read_batch_size: int,
+                 verify_checksums: bool = True) -> None:
         super().__init__()
         self.paths = _expand_paths(paths, _PARQUET_EXT, self.name)
         self.read_batch_size = int(read_batch_size)
+        self.verify = bool(verify_checksums)
         pq = self._pq()
         first = _checked(self.paths[0], pq.ParquetFile, self.paths[0], pre_buffer=False)
         try:
@@ -395,7 +413,7 @@ class ParquetNode(ColumnarNode):
         return self._rows
 
     def open_part(self, i: int, start_row: int):
-        pf, mapped = _open_parquet(self._pq(), self.paths[i])
+        pf, mapped = _open_parquet(self._pq(), self.paths[i], self.verify)
         missing = [c for c in self.columns if c not in pf.schema_arrow.names]
         if missing:
             pf.close()
@@ -407,14 +425,14 @@ class ParquetNode(ColumnarNode):
         while first_group < md.num_row_groups and skip >= md.row_group(first_group).num_rows:
             skip -= md.row_group(first_group).num_rows
             first_group += 1
-        return _ParquetBatches(pf, range(first_group, md.num_row_groups), self.columns,
-                               self.read_batch_size, skip, mapped)
+        return _ParquetBatches(pf, self.paths[i], range(first_group, md.num_row_groups),
+                               self.columns, self.read_batch_size, skip, mapped)
 
 
 _CAN_UNMAP = hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap.mmap, "madvise")
 
 
-def _open_parquet(pq, path: str):
+def _open_parquet(pq, path: str, verify: bool):
     """``(ParquetFile, map)``: the file read through a read-only memory map when the OS
     can map it and drop its pages (see the module docstring), else ``(ParquetFile, None)``."""
     if _CAN_UNMAP:
@@ -426,12 +444,14 @@ def _open_parquet(pq, path: str):
         if mapped is not None:
             try:
                 buf = _pa().py_buffer(mapped)
-                return pq.ParquetFile(_pa().BufferReader(buf), pre_buffer=False), mapped
+                return pq.ParquetFile(_pa().BufferReader(buf), pre_buffer=False,
+                                      page_checksum_verification=verify), mapped
             except Exception:
                 buf = None  # our view of the map: released, so that it can close
                 _unmap(mapped)
                 # not a Parquet file, say: the plain open below reports it with its path
-    return _checked(path, pq.ParquetFile, path, pre_buffer=False), None
+    return _checked(path, pq.ParquetFile, path, pre_buffer=False,
+                    page_checksum_verification=verify), None
 
 
 def _checked(path: str, fn, *args, **kwargs):
@@ -473,26 +493,31 @@ WHOLE_GROUP_BYTES = 64 << 20
 class _ParquetBatches:
     """Record batches of one Parquet file from a row group on; closes the file at the end."""
 
-    def __init__(self, pf, groups, columns, batch_size: int, skip: int, mapped=None) -> None:
+    def __init__(self, pf, path: str, groups, columns, batch_size: int, skip: int,
+                 mapped=None) -> None:
         self.pf = pf
         self.mapped = mapped
-        self.it = _skip_rows(self._batches(pf, groups, columns, batch_size, mapped), skip)
+        self.it = _skip_rows(self._batches(pf, path, groups, columns, batch_size, mapped), skip)
 
     @staticmethod
-    def _batches(pf, groups, columns, batch_size: int, mapped):
+    def _batches(pf, path: str, groups, columns, batch_size: int, mapped):
         md = pf.metadata
         index = {md.schema.column(k).path.split(".")[0]: k for k in range(md.num_columns)}
         for g in groups:
             rg = md.row_group(g)
             size = sum(rg.column(index[c]).total_uncompressed_size for c in columns if c in index)
             end = max((_column_end(rg.column(k)) for k in range(rg.num_columns)), default=0)
-            if size <= WHOLE_GROUP_BYTES:
-                batches = pf.read_row_group(g, columns=columns).to_batches()
-                _drop_pages(mapped, end)  # decoded: the group's file pages are done
-                yield from batches
-            else:
-                yield from pf.iter_batches(batch_size=batch_size, row_groups=[g], columns=columns)
-                _drop_pages(mapped, end)
+            try:
+                if size <= WHOLE_GROUP_BYTES:
+                    batches = pf.read_row_group(g, columns=columns).to_batches()
+                    _drop_pages(mapped, end)  # decoded: the group's file pages are done
+                    yield from batches
+                else:
+                    yield from pf.iter_batches(batch_size=batch_size, row_groups=[g],
+                                               columns=columns)
+                    _drop_pages(mapped, end)
+            except (OSError, _pa().ArrowException) as e:
+                raise _decode_error(e, path, g, md.num_row_groups) from e
 
     def __iter__(self):
         return self
@@ -508,6 +533,14 @@ class _ParquetBatches:
         del pf  # pyarrow's view of the map goes with the file object
         _unmap(self.mapped)
         self.mapped = None
+
+
+def _decode_error(e: BaseException, path: str, group: int, groups: int) -> ValueError:
+    checked = "checksum" in str(e).lower()
+    return ValueError(
+        f"Dataset.from_parquet({path}): row group {group} (of {groups}) cannot be decoded: "
+        f"{e}. The file is corrupted{' (a page checksum does not match)' if checked else ''} "
+        f"or could not be read; no value of this row group is returned")
 
 
 def _column_end(col) -> int:
@@ -602,6 +635,16 @@ class CsvNode(ColumnarNode):
             self._schema = r.schema
         finally:
             r.close()
+        # A column with no value to infer a type from (a header-only file, or only empty
+        # fields in the first block) is a string column, as in tf.data's make_csv_dataset.
+        untyped = [f.name for f in self._schema if _pa().types.is_null(f.type)]
+        if untyped:
+            self.column_types.update((name, _pa().string()) for name in untyped)
+            r = self._open(0)
+            try:
+                self._schema = r.schema
+            finally:
+                r.close()
         self.specs()
 
     def _options(self):

@@ -308,6 +308,10 @@ class InterleaveIterator(NodeIterator):
                 self._places[c] = None
         self._up.set_state(state["input"])
         self._cycle, self._block = int(state["cycle"]), int(state["block"])
+        if not (0 <= self._cycle < len(self._places) and 0 <= self._block
+                < self._node.block_length) or self._cycle != state["cycle"]:
+            raise ValueError(f"cycle position {state['cycle']!r}, block position "
+                             f"{state['block']!r} out of range")
         self._eoi, self._count = bool(state["eoi"]), int(state["count"])
         self._num_open = 0
         for c, s in enumerate(state["places"]):

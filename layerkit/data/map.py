@@ -18,6 +18,10 @@ result in order, it hands new chunks to any worker that finished, so no worker i
 behind a slower one. Worker processes receive and return a chunk as one stacked array
 per leaf when the elements' shapes agree. Errors are caught per element: an exception in
 element ``i`` reaches the consumer at position ``i`` and the elements after it still come.
+A worker process that dies fails each element of the chunks it held with its own
+``WorkerLostError`` (a RuntimeError naming the element and how the process ended), at
+those elements' positions; the pool starts a new process for the rest. So every element
+is either delivered or accounted for by one error, and nothing is retried.
 """
 from __future__ import annotations
 
@@ -494,7 +498,8 @@ class ParallelMapIterator(NodeIterator):
                 start = self._count
                 self._count += len(elems)
                 if node.use_processes:
-                    w.submit(None, (_st.encode_chunk(elems), self._src, start))
+                    w.submit(None, (_st.encode_chunk(elems), self._src, start),
+                             (start, len(elems)))
                 else:
                     w.submit(_run_chunk, (node.fn, elems, self._src, start))
             if err is not None:
@@ -523,9 +528,16 @@ class ParallelMapIterator(NodeIterator):
         while not w.ready():  # keep every worker busy while the next result is pending
             w.wait()
             self._fill()
-        slot = w.take()
+        outcomes = self._outcomes(w.take(), tune=True)
+        self._pending.extend(outcomes)
+        self._fill()
+
+    def _outcomes(self, slot, tune: bool = False) -> list:
+        """A chunk's outcomes ``(ok, value or error)``, one per input element."""
         if slot.error is not None:  # the worker machinery failed, not the user function
-            err, slot = slot.error, None
+            err, tag, slot = slot.error, slot.tag, None
+            if isinstance(err, _par.WorkerLostError):
+                return _lost(err, *tag)
             try:
                 raise err
             finally:
@@ -533,9 +545,9 @@ class ParallelMapIterator(NodeIterator):
         outcomes, dt = slot.value
         if self._node.use_processes:
             outcomes = _process_outcomes(outcomes)
-        self._tune(len(outcomes), dt)
-        self._pending.extend(outcomes)
-        self._fill()
+        if tune:
+            self._tune(len(outcomes), dt)
+        return outcomes
 
     def _tune(self, n: int, dt: float) -> None:
         if n == 0 or dt <= 0:
@@ -547,10 +559,7 @@ class ParallelMapIterator(NodeIterator):
     def get_state(self) -> dict:
         outcomes = list(self._pending)
         for slot in self._window.settle():
-            if slot.error is not None:
-                raise slot.error
-            value = slot.value[0]
-            outcomes.extend(_process_outcomes(value) if self._node.use_processes else value)
+            outcomes.extend(self._outcomes(slot))
         buf = []
         for ok, v in outcomes:
             buf.append({"ok": _st.encode(v)} if ok else _st.encode_error(v))
@@ -579,6 +588,16 @@ class ParallelMapIterator(NodeIterator):
         self._exhausted = True
         self._pending.clear()
         self._up.close()
+
+
+def _lost(err, start: int, n: int) -> list:
+    """One error per input element of a chunk whose worker process died."""
+    return [(False, _par.WorkerLostError(
+        f"Dataset.map: input element {i} of this pass is lost: the worker process (pid "
+        f"{err.pid}) running it {_par.describe_exit(err.exitcode)}. The other elements "
+        f"still come (a new worker process takes its place), so a loop that goes on past "
+        f"this error receives or is told about every element", err.pid, err.exitcode))
+        for i in range(start, start + n)]
 
 
 def _shutdown_and_close(pool, up) -> None:

@@ -29,6 +29,7 @@ Iterator contract:
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -139,11 +140,51 @@ class Node:
         return f"<{type(self).__name__} {self.name}>"
 
 
+class StateError(ValueError):
+    """An iterator state that a stage cannot restore (malformed, truncated, foreign)."""
+
+
+# What reading a malformed state raises in a stage's set_state: a missing key, a wrong type,
+# a short list, a bad number. They become one StateError naming the stage.
+_STATE_ERRORS = (TypeError, KeyError, IndexError, ValueError, AttributeError, OverflowError)
+
+
+def _guard_set_state(fn):
+    @functools.wraps(fn)
+    def set_state(self, state):
+        try:
+            return fn(self, state)
+        except StateError:
+            raise  # an inner stage's, which names it already
+        except _STATE_ERRORS as e:
+            node = getattr(self, "_node", None)
+            name = getattr(node, "name", None) or self.kind
+            what = name if name[:1].isupper() else f"Dataset.{name}"
+            raise StateError(
+                f"{what}: cannot restore this stage from the iterator state "
+                f"({type(e).__name__}: {e}); was the state saved from an identically built "
+                f"pipeline and left unchanged? The iterator is left partly restored: make a "
+                f"new one") from e
+    set_state.guarded = True
+    return set_state
+
+
 class NodeIterator:
-    """Base of every stage's iterator (see the module docstring for the contract)."""
+    """Base of every stage's iterator (see the module docstring for the contract).
+
+    Every subclass's ``set_state`` is wrapped so that a malformed, truncated or foreign
+    state raises a :class:`StateError` (a ValueError) naming the stage, never a bare
+    TypeError/KeyError/IndexError from deep inside it.
+    """
 
     __slots__ = ()
     kind = "node"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("set_state")
+        if fn is not None and not getattr(fn, "guarded", False):
+            cls.set_state = _guard_set_state(fn)
 
     def __iter__(self):
         return self

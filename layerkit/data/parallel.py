@@ -8,13 +8,16 @@
   This bound is what keeps a prefetch or parallel map's memory bounded.
 
 Waits never block forever: they poll with a timeout and fail with an error if the
-pool was shut down or a worker process died. Pools do not reference their iterator,
-so dropping an iterator (``weakref.finalize``) shuts its workers down.
+pool was shut down; the tasks of a worker process that died fail with a
+:class:`WorkerLostError` and a new process replaces it on the next submit. Pools do not
+reference their iterator, so dropping an iterator (``weakref.finalize``) shuts its
+workers down.
 """
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 from queue import Empty, SimpleQueue
 
@@ -217,12 +220,48 @@ def _process_worker(target, conn) -> None:
                 f"a Dataset worker process could not send its result back: {e!r}")))
 
 
+class WorkerLostError(RuntimeError):
+    """A task's worker process died (killed, crashed or exited) before it answered."""
+
+    def __init__(self, message: str, pid: int, exitcode) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.exitcode = exitcode
+
+
+def describe_exit(code) -> str:
+    """``"was killed by SIGKILL"`` / ``"exited with code 3"`` for a process exit code."""
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        import signal
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class _Worker:
+    """One worker process, its pipe end and its unanswered tasks ({task id: slot})."""
+
+    __slots__ = ("proc", "conn", "pending", "dead")
+
+    def __init__(self, proc, conn) -> None:
+        self.proc = proc
+        self.conn = conn
+        self.pending: dict = {}
+        self.dead = False  # set by the collector once the process is gone and its tasks failed
+
+
 class ProcessPool:
     """``num_processes`` worker processes running ``target(*args)`` for submitted args.
 
     Arguments and results travel through pipes with the standard library's pickle
-    transport. One collector thread (owned by the pool) completes the slots; a worker
-    that dies fails its pending slots instead of leaving the consumer waiting.
+    transport. One collector thread (owned by the pool) completes the slots. A worker
+    that dies (killed, crashed, exited) fails each of its unanswered tasks with a
+    :class:`WorkerLostError`, and the next submit starts a new process in its place, so
+    a pass can go on; nothing is retried (the task may be what killed it).
     """
 
     def __init__(self, num_processes: int, name: str, target) -> None:
@@ -230,57 +269,82 @@ class ProcessPool:
         self.name = name
         self.target = target
         self.done_queue: SimpleQueue | None = None
-        self._procs: list = []
-        self._conns: list = []
-        self._pending: list = []  # per worker: {task id: slot}
+        self._workers: list = []  # shared with the collector; replaced under the lock
         self._lock = threading.Lock()
         self._collector = None
         self._wake_r = self._wake_w = None
         self._next_id = 0
         self._closed = False
-        self._broken = None
+
+    def _spawn(self) -> _Worker:
+        ctx = _mp_context()
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_process_worker, args=(self.target, child), daemon=True,
+                        name=f"layerkit.data.{self.name}")
+        p.start()
+        child.close()
+        return _Worker(p, parent)
 
     def _start(self) -> None:
-        ctx = _mp_context()
-        for _ in range(self.num_threads):
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=_process_worker, args=(self.target, child), daemon=True,
-                            name=f"layerkit.data.{self.name}")
-            p.start()
-            child.close()
-            self._procs.append(p)
-            self._conns.append(parent)
-            self._pending.append({})
-        self._wake_r, self._wake_w = ctx.Pipe(duplex=False)
+        self._workers.extend(self._spawn() for _ in range(self.num_threads))
+        self._wake_r, self._wake_w = _mp_context().Pipe(duplex=False)
         self._collector = threading.Thread(
-            target=_collect, args=(self._procs, self._conns, self._pending, self._lock,
-                                   self._wake_r, self.done_queue, self.name),
+            target=_collect, args=(self._workers, self._lock, self._wake_r, self.done_queue,
+                                   self.name),
             name=f"layerkit.data.{self.name}-collector", daemon=True)
         self._collector.start()
+
+    def _replace_dead(self) -> None:
+        """Start a new process for each worker the collector found dead."""
+        workers = self._workers
+        for i, w in enumerate(workers):
+            if w.dead:
+                w.proc.join(0)  # reap it
+                new = self._spawn()
+                with self._lock:
+                    workers[i] = new
+                self._wake("refresh")
+
+    def _wake(self, msg) -> None:
+        try:
+            self._wake_w.send(msg)
+        except (OSError, ValueError):
+            pass
 
     def submit(self, fn, args: tuple, tag=None) -> Slot:
         # ``fn`` is ignored: the workers run ``target``, fixed when they were started.
         if self._closed:
             raise PoolClosedError(f"Dataset.{self.name}: the iterator was closed")
-        if not self._procs:
+        if not self._workers:
             self._start()
-        self.check_alive()
         slot = Slot(tag)
-        with self._lock:
-            w = min(range(len(self._procs)), key=lambda i: len(self._pending[i]))
-            tid = self._next_id
-            self._next_id += 1
-            self._pending[w][tid] = slot
-        try:
-            self._conns[w].send((tid, args))
-        except (OSError, ValueError) as e:
-            with self._lock:
-                self._pending[w].pop(tid, None)
-            p = self._procs[w]
-            p.join(1.0)
-            raise RuntimeError(f"Dataset.{self.name}: a worker process exited (code "
-                               f"{p.exitcode}); cannot send it work ({e})") from None
-        return slot
+        while True:
+            self._replace_dead()
+            with self._lock:  # the collector marks a worker dead under this lock
+                live = [w for w in self._workers if not w.dead]
+                if not live:
+                    continue
+                w = min(live, key=lambda w: len(w.pending))
+                tid = self._next_id
+                self._next_id += 1
+                w.pending[tid] = slot
+            try:
+                w.conn.send((tid, args))
+                return slot
+            except (OSError, ValueError):  # it died: wait until the collector has seen it
+                with self._lock:
+                    w.pending.pop(tid, None)
+                self._await_death(w)
+
+    def _await_death(self, w: _Worker) -> None:
+        w.proc.join(5.0)
+        deadline = time.monotonic() + 5.0
+        while not w.dead:
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Dataset.{self.name}: cannot send work to a worker process "
+                                   f"(pid {w.proc.pid}), which {describe_exit(w.proc.exitcode)}")
+            time.sleep(0.005)
 
     def check_alive(self) -> None:
         if self._closed:
@@ -292,84 +356,107 @@ class ProcessPool:
                 after()
             return
         self._closed = True
-        for c in self._conns:
+        with self._lock:
+            workers = list(self._workers)
+        for w in workers:
             try:
-                c.send(None)
+                w.conn.send(None)
             except (OSError, ValueError):
                 pass
         if self._wake_w is not None:
-            try:
-                self._wake_w.send(None)
-            except (OSError, ValueError):
-                pass
+            self._wake(None)
         if wait:
-            for p in self._procs:
-                p.join(timeout)
+            for w in workers:
+                w.proc.join(timeout)
             if self._collector is not None and self._collector is not threading.current_thread():
                 self._collector.join(timeout)
-        for p in self._procs:
-            if p.is_alive() and wait:
-                p.terminate()
+        for w in workers:
+            if w.proc.is_alive() and wait:
+                w.proc.terminate()
+                w.proc.join(timeout)
         if after is not None:
             after()
 
 
-def _collect(procs, conns, pending, lock, wake, done, name) -> None:
+def _collect(workers: list, lock, wake, done, name) -> None:
     """Collector thread: completes slots with results, fails them if a worker dies."""
     from multiprocessing.connection import wait as mp_wait
-    live = {c: i for i, c in enumerate(conns)}
-    sentinels = {p.sentinel: i for i, p in enumerate(procs)}
     try:
-        while live:
-            ready = mp_wait(list(live) + list(sentinels) + [wake])
-            if wake in ready:
+        while True:
+            with lock:
+                live = [w for w in workers if not w.dead]
+            conns = {w.conn: w for w in live}
+            sentinels = {w.proc.sentinel: w for w in live}
+            ready = mp_wait(list(conns) + list(sentinels) + [wake])
+            if wake in ready and _woken(wake):
                 break
             for r in ready:
-                _collect_one(r, live, sentinels, procs, pending, lock, done, name)
+                if r in conns:
+                    _receive(conns[r], lock, done)
+                elif r in sentinels:
+                    _bury(sentinels[r], lock, done, name)
             # This frame lives as long as the pool: it must keep no result (nor error) alive.
             ready = r = None
     finally:
-        _fail_all(pending, lock, PoolClosedError("the iterator was closed"), done)
-        for c in conns:
-            c.close()
+        with lock:
+            left = list(workers)
+        for w in left:
+            _fail(w, lock, done, lambda: PoolClosedError("the iterator was closed"))
+            w.conn.close()
         wake.close()
 
 
-def _collect_one(r, live, sentinels, procs, pending, lock, done, name) -> None:
-    if r in live:
-        i = live[r]
+def _woken(wake) -> bool:
+    """Read the wake-up messages: True if one says stop (None), False for 'refresh'."""
+    stop = False
+    while wake.poll():
         try:
-            tid, ok, value = r.recv()
+            msg = wake.recv()
         except (EOFError, OSError):
-            del live[r]
-            return
-        with lock:
-            slot = pending[i].pop(tid, None)
-        if slot is not None:
-            slot.finish(value) if ok else slot.finish(error=value)
-            if done is not None:
-                done.put(True)
-    elif r in sentinels:
-        i = sentinels.pop(r)
-        code = procs[i].exitcode
-        with lock:
-            lost = list(pending[i].values())
-            pending[i].clear()
-        for slot in lost:
-            slot.finish(error=RuntimeError(
-                f"Dataset.{name}: a worker process exited (code {code}) while working on an "
-                f"element"))
-            if done is not None:
-                done.put(True)
+            return True
+        stop = stop or msg is None
+    return stop
 
 
-def _fail_all(pending, lock, err: BaseException, done) -> None:
+def _receive(w: _Worker, lock, done) -> bool:
+    """Complete the slot of the next result from ``w``; False if its pipe is closed."""
+    try:
+        tid, ok, value = w.conn.recv()
+    except (EOFError, OSError):
+        w.proc.join(1.0)  # the process is gone or going: its sentinel says when
+        return False
     with lock:
-        lost = [s for d in pending for s in d.values()]
-        for d in pending:
-            d.clear()
+        slot = w.pending.pop(tid, None)
+    if slot is not None:
+        slot.finish(value) if ok else slot.finish(error=value)
+        if done is not None:
+            done.put(True)
+    return True
+
+
+def _bury(w: _Worker, lock, done, name) -> None:
+    """A worker process ended: deliver what it sent before, fail the rest of its tasks."""
+    while True:
+        try:
+            if not w.conn.poll() or not _receive(w, lock, done):
+                break
+        except (EOFError, OSError):
+            break
+    w.proc.join(1.0)
+    pid, code = w.proc.pid, w.proc.exitcode
+    _fail(w, lock, done, lambda: WorkerLostError(
+        f"Dataset.{name}: the worker process (pid {pid}) {describe_exit(code)} while working "
+        f"on this task", pid, code), dead=True)
+    w.conn.close()
+
+
+def _fail(w: _Worker, lock, done, make_error, dead: bool = False) -> None:
+    with lock:  # marked dead together: submit adds no task to it afterwards
+        w.dead = w.dead or dead
+        lost = list(w.pending.values())
+        w.pending.clear()
     for slot in lost:
-        slot.finish(error=err)
+        slot.finish(error=make_error())
         if done is not None:
             done.put(True)
 

@@ -286,29 +286,55 @@ class ShuffleIterator(NodeIterator):
 
     def set_state(self, state: dict) -> None:
         self._check_state(state)
+        phase, columnar, buf = state["phase"], state["columnar"], state["buffer"]
+        draws = np.asarray(state["draws"])
+        _check_shuffle_state(phase, columnar, buf, draws, self._b)
         self._top, self._inner = int(state["top"]), int(state["inner"])
         self._seed = int(state["seed"])
         self._ctx.restore(self._node, self._seed, self._top, self._inner)
         self._rng = self._new_rng()
         _set_rng_state(self._rng, state["rng"])
-        self._draws = np.asarray(state["draws"], np.int64)
+        self._draws = draws.astype(np.int64)
         self._dpos = 0
-        self._phase = state["phase"]
-        self._columnar = bool(state["columnar"])
+        self._phase = phase
+        self._columnar = columnar
         self._up.set_state(state["input"])
-        buf = state["buffer"]
         if buf is None:
             self._buf, self._count = None, 0
-        elif "columnar" in buf:
+        elif columnar:
             self.codec = _st.Codec(_st.decode(buf["template"]))
             self._buf = [np.array(a) for a in buf["columnar"]]
+            if len(self._buf) != self.codec.n or len({len(a) for a in self._buf}) != 1:
+                raise ValueError(f"the buffer holds {len(self._buf)} columns of lengths "
+                                 f"{[len(a) for a in self._buf]} for {self.codec.n} leaves")
             self._count = len(self._buf[0])
         else:
             self._buf = _st.decode_elements(buf["elements"])
             self._count = len(self._buf)
             self.codec = _st.Codec(self._buf[0]) if self._buf else None
+        if self._count > self._b or (phase == "steady" and self._count != self._b):
+            raise ValueError(f"the buffer holds {self._count} elements in the {phase!r} phase "
+                             f"with buffer_size={self._b}")
         self._order = np.arange(self._count) if self._phase == "drain" else None
         self._opos = 0
+
+
+def _check_shuffle_state(phase, columnar, buf, draws: np.ndarray, size: int) -> None:
+    if phase not in ("fill", "steady", "drain"):
+        raise ValueError(f"unknown phase {phase!r}")
+    if not isinstance(columnar, bool):
+        raise ValueError(f"'columnar' must be a bool, received {columnar!r}")
+    if draws.ndim != 1 or (draws.size and (draws.dtype.kind not in "iu" or draws.min() < 0
+                                           or draws.max() >= size)):
+        raise ValueError(f"'draws' must be a 1-D array of slots in [0, {size}), received "
+                         f"{draws.dtype.name}{list(draws.shape)}")
+    if (buf is None) != (phase == "fill"):
+        raise ValueError(f"a buffer {'is missing' if buf is None else 'is unexpected'} in "
+                         f"the {phase!r} phase")
+    if buf is not None and (not isinstance(buf, dict)
+                            or ("columnar" if columnar else "elements") not in buf):
+        raise ValueError(f"the buffer must be a dict with "
+                         f"{'columnar' if columnar else 'elements'!r}")
 
 
 def _chunk_from_elements(it: ShuffleIterator, n: int):

@@ -376,12 +376,20 @@ def encode_elements(elements: list):
 
 
 def decode_elements(obj) -> list:
+    """The elements of :func:`encode_elements`' output (ValueError if it is inconsistent)."""
     n = int(obj["count"])
     if "stacked" in obj:
         codec = Codec(decode(obj["template"]))
-        leaves = obj["stacked"]
+        leaves = [np.asarray(a) for a in obj["stacked"]]
+        if len(leaves) != codec.n or any(a.ndim == 0 or len(a) != n for a in leaves):
+            raise ValueError(f"stacked elements: expected {codec.n} arrays of {n} rows, "
+                             f"received shapes {[a.shape for a in leaves]}")
         return [codec.pack([wrap(a[i, ...]) for a in leaves]) for i in range(n)]
-    return [decode(e) for e in obj["items"]]
+    items = obj["items"]
+    if not isinstance(items, list) or len(items) != n:
+        raise ValueError(f"expected a list of {n} encoded elements, received "
+                         f"{type(items).__name__} {str(items)[:40]}")
+    return [decode(e) for e in items]
 
 
 def encode_error(err: BaseException) -> dict:

@@ -113,6 +113,68 @@ def test_parquet_errors(pq_files, tmp_path):
         Dataset.from_parquet(nested)
 
 
+def _flipped_reads(path, expected, positions):
+    """Read ``path`` with one bit flipped at each position: (errors, silently wrong reads)."""
+    good = path.read_bytes()
+    errors, wrong = [], []
+    for pos, bit in positions:
+        bad = bytearray(good)
+        bad[pos] ^= 1 << bit
+        path.write_bytes(bytes(bad))
+        try:
+            got = values(Dataset.from_parquet(str(path)))
+        except ValueError as e:
+            errors.append(str(e))
+            continue
+        if got != expected:
+            wrong.append(pos)
+    path.write_bytes(good)
+    return errors, wrong
+
+
+def _data_positions(path, n: int, seed: int = 0) -> list:
+    """``n`` random (byte, bit) positions inside the column chunks (pages) of ``path``."""
+    md = pq.read_metadata(path)
+    spans = []
+    for g in range(md.num_row_groups):
+        for c in range(md.num_columns):
+            col = md.row_group(g).column(c)
+            start = col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset
+            spans.append((start, start + col.total_compressed_size))
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        a, b = spans[int(rng.integers(len(spans)))]
+        out.append((int(rng.integers(a, b)), int(rng.integers(8))))
+    return out
+
+
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+def test_parquet_page_checksums_are_verified(tmp_path, compression):
+    # A file written with page checksums: a flipped bit in a page is an error naming the
+    # file and the row group, never different values.
+    path = tmp_path / "crc.parquet"
+    pq.write_table(pa.table({"x": np.arange(3000), "y": np.linspace(0, 1, 3000)}), path,
+                   row_group_size=1000, compression=compression, write_page_checksum=True)
+    expected = [{"x": i, "y": y} for i, y in enumerate(np.linspace(0, 1, 3000).tolist())]
+    errors, wrong = _flipped_reads(path, expected, _data_positions(path, 60))
+    assert wrong == [], f"flips at bytes {wrong} returned other values without an error"
+    assert len(errors) >= 50  # the rest hit page-header fields that change nothing
+    for msg in errors:
+        assert "crc.parquet" in msg and "row group" in msg, msg
+
+
+def test_parquet_decode_errors_name_the_file_and_row_group(tmp_path):
+    # Without checksums a flip is caught only when it breaks decoding (here snappy).
+    path = tmp_path / "snappy.parquet"
+    pq.write_table(pa.table({"x": np.arange(3000)}), path, row_group_size=1000,
+                   compression="snappy")
+    errors, _ = _flipped_reads(path, None, _data_positions(path, 40, seed=1))
+    assert errors, "no flip broke the snappy stream: choose other positions"
+    for msg in errors:
+        assert "snappy.parquet" in msg and "row group" in msg and "corrupted" in msg, msg
+
+
 def test_parquet_memory_map_drops_each_row_group_and_is_closed(pq_files, monkeypatch):
     # Files are read through a memory map whose pages are dropped after each row group
     # is decoded; the values must be what pyarrow reads, the drops must move forward over
@@ -123,8 +185,8 @@ def test_parquet_memory_map_drops_each_row_group_and_is_closed(pq_files, monkeyp
     maps, drops = [], []
     open_orig, drop_orig = arrow._open_parquet, arrow._drop_pages
 
-    def spy_open(pqmod, path):
-        pf, mapped = open_orig(pqmod, path)
+    def spy_open(pqmod, path, *args):
+        pf, mapped = open_orig(pqmod, path, *args)
         maps.append((str(path), mapped))
         return pf, mapped
 
@@ -244,6 +306,22 @@ def test_from_csv_without_header_names_and_defaults(tmp_path):
     assert values(ds) == [{"x": 1, "y": 2}, {"x": 3, "y": -1}, {"x": 5, "y": 6}]
     with pytest.raises(ValueError, match="column 'y' has 1 null"):
         values(Dataset.from_csv(p, column_names=["x", "y"], header=False, delimiter=";"))
+
+
+def test_from_csv_header_only_is_an_empty_dataset(tmp_path):
+    # As in tf.data's make_csv_dataset: a column without a value to infer its type from
+    # is a string column; a header-only file is an empty dataset.
+    p = tmp_path / "h.csv"
+    p.write_text("a,b\n")
+    ds = Dataset.from_csv(p)
+    assert values(ds) == [] and values(ds.batch(4)) == []
+    string = TensorSpec((), np.dtype("S"))
+    assert ds.element_spec == {"a": string, "b": string}
+    typed = Dataset.from_csv(p, column_types={"a": np.int64})
+    assert values(typed) == [] and typed.element_spec["a"] == TensorSpec((), np.int64)
+    more = tmp_path / "m.csv"  # an empty column beside a full one
+    more.write_text("a,b\n1,\n2,\n")
+    assert values(Dataset.from_csv(more)) == [{"a": 1, "b": b""}, {"a": 2, "b": b""}]
 
 
 # ---- text lines ----------------------------------------------------------------------------

@@ -176,8 +176,121 @@ def test_worker_process_crash_does_not_hang():
         if int(x) == 2:
             os._exit(3)
         return x
-    with pytest.raises(RuntimeError, match="worker process exited"):
+    with pytest.raises(RuntimeError, match=r"element 2 .* worker process .* exited with code 3"):
         list(Dataset.range(6).map(die, num_parallel_calls=2, use_processes=True))
+
+
+# ---- every element delivered or accounted for by an error ---------------------------------
+def _account(it, total: int) -> tuple:
+    """Run ``it`` past errors: (delivered values, error messages); fails if it never ends."""
+    got, errors = [], []
+    for _ in range(2 * total + 10):
+        try:
+            got.append(int(next(it)))
+        except StopIteration:
+            return got, errors
+        except Exception as e:  # noqa: BLE001 (counted)
+            errors.append(str(e))
+    raise AssertionError("the iterator did not end")
+
+
+def _lost_elements(errors: list) -> list:
+    import re
+    return sorted(int(re.search(r"input element (\d+)", m).group(1)) for m in errors)
+
+
+def _new_children(before: set) -> list:
+    import multiprocessing
+    return [p.pid for p in multiprocessing.active_children() if p.pid not in before]
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_a_killed_worker_process_loses_no_element_quietly(deterministic):
+    # The worker running element 57 is SIGKILLed: each element it held is reported by
+    # its own error naming it; the loop that goes on receives every other element.
+    import multiprocessing
+    baseline = threading.active_count()
+    before = {p.pid for p in multiprocessing.active_children()}
+    ds = Dataset.range(200).map(procfns.killed_at, num_parallel_calls=2, use_processes=True,
+                                deterministic=deterministic)
+    it = iter(ds)
+    got, errors = _account(it, 200)
+    lost = _lost_elements(errors)
+    assert 57 in lost
+    assert len(got) + len(errors) == 200
+    assert sorted(got + [2 * i for i in lost]) == [2 * i for i in range(200)]
+    if deterministic:
+        assert got == [2 * i for i in range(200) if i not in lost]
+    assert all("SIGKILL" in m and "worker process" in m for m in errors), errors[0]
+    it.close()
+    assert wait_for_threads(baseline) == baseline
+    assert _new_children(before) == []
+
+
+def test_worker_processes_killed_from_outside_while_busy():
+    import multiprocessing
+    import os
+    import signal
+    baseline = threading.active_count()
+    before = {p.pid for p in multiprocessing.active_children()}
+    it = iter(Dataset.range(300).map(_slow, num_parallel_calls=2, use_processes=True))
+    got = [int(next(it)) for _ in range(20)]
+    pids = _new_children(before)
+    assert len(pids) == 2
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    state = it.get_state()  # the lost elements' errors are part of it
+    more, errors = _account(it, 300)
+    lost = _lost_elements(errors)
+    assert len(got + more) + len(errors) == 300 and sorted(got + more + lost) == list(range(300))
+    it.close()
+    it = iter(Dataset.range(300).map(_slow, num_parallel_calls=2, use_processes=True))
+    it.set_state(state)
+    more, errors = _account(it, 300)
+    assert sorted(got + more + _lost_elements(errors)) == list(range(300))
+    assert len(got + more) + len(errors) == 300 and lost == _lost_elements(errors)
+    it.close()
+    assert wait_for_threads(baseline) == baseline
+    assert _new_children(before) == []
+
+
+def _fail_some(x):
+    if int(x) % 7 == 3:
+        raise ValueError(f"bad {int(x)}")
+    return x
+
+
+@pytest.mark.parametrize("build", [
+    lambda: Dataset.range(100).map(_fail_some, num_parallel_calls=3),
+    lambda: Dataset.range(100).map(_fail_some, num_parallel_calls=3, deterministic=False),
+    lambda: Dataset.range(100).map(_fail_some, num_parallel_calls=2, use_processes=True),
+    lambda: Dataset.range(4).interleave(
+        lambda i: Dataset.range(25).map(lambda x: _fail_some(x + 25 * i)), cycle_length=2),
+    lambda: Dataset.range(4).interleave(
+        lambda i: Dataset.range(25).map(lambda x: _fail_some(x + 25 * i)), cycle_length=2,
+        num_parallel_calls=2),
+    lambda: Dataset.range(4).interleave(
+        lambda i: Dataset.range(25).map(lambda x: _fail_some(x + 25 * i)), cycle_length=3,
+        num_parallel_calls=2, deterministic=False),
+])
+def test_errors_in_threads_and_interleave_are_one_per_element(build):
+    baseline = threading.active_count()
+    got, errors = _account(iter(build()), 100)
+    failing = [i for i in range(100) if i % 7 == 3]
+    assert sorted(got) == [i for i in range(100) if i % 7 != 3]
+    assert sorted(int(m.split()[-1]) for m in errors) == failing
+    assert wait_for_threads(baseline) == baseline
+
+
+def test_interleave_over_a_process_map_whose_worker_is_killed():
+    ds = Dataset.range(2).interleave(
+        lambda i: Dataset.range(100).map(lambda x: x + 100 * i).map(
+            procfns.killed_at, num_parallel_calls=1, use_processes=True), cycle_length=2)
+    got, errors = _account(iter(ds), 200)
+    lost = _lost_elements(errors)
+    assert 57 in lost and len(got) + len(errors) == 200
+    assert sorted(got) == [2 * v for v in range(100) if v not in lost] + [
+        2 * v for v in range(100, 200)]
 
 
 # ---- no leaked threads ---------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Save/restore of iterator state for every node, through the one generic helper."""
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -110,16 +111,22 @@ def test_cache_file_state(tmp_path):
     assert_save_restore(build, ks=[0, 255, 256, 300, 699, 700])
 
 
-def test_cache_memory_restore_in_a_fresh_pipeline_recomputes():
-    ds = Dataset.range(10).map(_sq).cache()
+def test_cache_memory_restore_in_a_fresh_pipeline_replays_the_state():
+    calls = []
+
+    def sq(x):
+        calls.append(int(x))
+        return x * x
+    ds = Dataset.range(10).map(sq).cache()
     values(ds)
     it = iter(ds)
     for _ in range(4):
         next(it)
     state = roundtrip(it.get_state())
-    fresh = iter(Dataset.range(10).map(_sq).cache())  # a new process has no memory cache
-    fresh.set_state(state)
-    assert values(fresh) == [x * x for x in range(4, 10)]
+    calls.clear()
+    fresh = iter(Dataset.range(10).map(sq).cache())  # a new process has no memory cache
+    fresh.set_state(state)  # as in tf.data, the state holds the cached elements
+    assert values(fresh) == [x * x for x in range(4, 10)] and calls == []
 
 
 def test_state_of_another_pipeline_is_refused():
@@ -176,3 +183,184 @@ def test_iterator_in_lk_checkpoint(tmp_path):
     it2 = iter(build())
     ckpt.Checkpoint(iterator=it2).restore(path).assert_consumed()
     assert values(it2) == rest
+
+
+# ---- cache: exact resume in a new process, every position, memory and file ----------------
+def _inc(x):
+    return x + 100
+
+
+CACHE_ORDERS = {
+    "shuffle_cache_repeat": lambda f: Dataset.range(10).shuffle(10, seed=9).cache(f).repeat(2),
+    "cache_shuffle_repeat": lambda f: Dataset.range(10).cache(f).shuffle(4, seed=2).repeat(2),
+    "shuffle_once_cache": lambda f: Dataset.range(10).shuffle(
+        10, seed=9, reshuffle_each_iteration=False).cache(f).repeat(2),
+    "map_between": lambda f: Dataset.range(10).shuffle(10, seed=9).map(_sq).cache(f)
+    .map(_inc).repeat(2),
+    "take_after": lambda f: Dataset.range(12).shuffle(12, seed=3).cache(f).take(8).repeat(2),
+    "skip_after": lambda f: Dataset.range(12).shuffle(12, seed=3).cache(f).skip(3).repeat(2),
+    "take_before": lambda f: Dataset.range(12).shuffle(12, seed=3).take(8).cache(f).repeat(2),
+    "seedless": lambda f: _seeded(lambda: Dataset.range(9).shuffle(9).cache(f).repeat(2)),
+    "batched": lambda f: Dataset.range(10).shuffle(10, seed=9).cache(f).repeat(2).batch(3),
+}
+
+
+def _seeded(build):
+    from layerkit.ops import random as lkr
+    lkr.set_seed(7)
+    return build()
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+@pytest.mark.parametrize("name", list(CACHE_ORDERS))
+def test_cache_resume_is_exact_at_every_position(name, where, tmp_path):
+    """A state saved anywhere in either epoch restores, in a freshly built pipeline with
+    nothing cached yet (as in a new process), to exactly the rest of the uninterrupted
+    stream, also when the saving iterator is closed before finishing its pass."""
+    build = CACHE_ORDERS[name]
+
+    def fname(tag):
+        if where == "memory":
+            return ""
+        (tmp_path / tag).mkdir()
+        return str(tmp_path / tag / "c")
+    full = values(build(fname("full")))
+    for k in range(len(full) + 1):
+        f = fname(f"k{k}")
+        it = iter(build(f))
+        head = [next(it) for _ in range(k)]
+        state = roundtrip(it.get_state())
+        it.close()  # the run stops here, its recording pass unfinished
+        assert values(head) == full[:k]
+        it2 = iter(build(f))
+        it2.set_state(state)
+        assert values(it2) == full[k:], f"{name} ({where}) resumed at {k}"
+
+
+def test_cache_file_state_whose_file_was_deleted_names_the_file(tmp_path):
+    path = str(tmp_path / "c")
+    build = lambda: Dataset.range(10).cache(path).repeat(2)  # noqa: E731
+    it = iter(build())
+    for _ in range(13):  # into the second pass: replaying the file
+        next(it)
+    state = roundtrip(it.get_state())
+    it.close()
+    os.remove(path + ".lkcache")
+    with pytest.raises(ValueError, match=r"c\.lkcache"):
+        iter(build()).set_state(state)
+
+
+# ---- malformed, truncated and foreign states: a clear error naming the stage ---------------
+_JUNK = [None, "x", -1, 10**30, 1.5, [], {}, [0], {"node": "zip"}, True, np.zeros(2),
+         np.zeros((2, 2), np.int64)]
+_BARE = (TypeError, KeyError, IndexError, AttributeError)
+
+
+def _tree_paths(obj, path=()):
+    yield path
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _tree_paths(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _tree_paths(v, path + (i,))
+
+
+def _at(obj, path):
+    for k in path:
+        obj = obj[k]
+    return obj
+
+
+def _mutants(state: dict, foreign: list):
+    """(description, mutated copy) for every position of ``state['state']``: each value
+    replaced by junk or by a piece of another pipeline's state, keys deleted, lists cut."""
+    import copy
+    for path in list(_tree_paths(state["state"]))[1:]:
+        value = _at(state["state"], path)
+        edits = [(f"= {j!r}"[:30], lambda p, k, j=j: p.__setitem__(k, j)) for j in _JUNK]
+        edits += [(f"= foreign {i}", lambda p, k, f=f: p.__setitem__(k, f))
+                  for i, f in enumerate(foreign)]
+        if isinstance(_at(state["state"], path[:-1]), dict):
+            edits.append(("deleted", lambda p, k: p.__delitem__(k)))
+        if isinstance(value, list) and value:
+            edits.append(("cut", lambda p, k: p.__setitem__(k, p[k][:len(p[k]) // 2])))
+            edits.append(("grown", lambda p, k: p.__setitem__(k, p[k] + p[k][-1:])))
+        for what, edit in edits:
+            m = copy.deepcopy(state)
+            edit(_at(m["state"], path[:-1]), path[-1])
+            yield f"{list(path)} {what}", m
+
+
+def _fuzz_set_state(build, foreign: list, probe: int = 3) -> int:
+    it = iter(build())
+    for _ in range(probe):
+        next(it, None)
+    state = roundtrip(it.get_state())
+    it.close()
+    tried = 0
+    for what, bad in _mutants(state, foreign):
+        tried += 1
+        it = iter(build())
+        try:
+            it.set_state(bad)
+        except ValueError as e:
+            assert "Dataset." in str(e) or "TextLineDataset" in str(e), (what, str(e))
+            it.close()
+            continue
+        except Exception as e:  # noqa: BLE001 (any other type is the failure reported)
+            raise AssertionError(f"{what}: {type(e).__name__}: {e}") from e
+        try:  # accepted: the stream may be odd, but must not fail with a bare error
+            for _ in range(4):
+                next(it)
+        except StopIteration:
+            pass
+        except _BARE as e:
+            if "Dataset." not in str(e):
+                raise AssertionError(f"{what} was accepted, then {type(e).__name__}: {e}") from e
+        except Exception:  # noqa: BLE001, S110 (clear errors are fine here)
+            pass
+        finally:
+            it.close()
+    return tried
+
+
+def _fuzz_foreign() -> list:
+    """Pieces of real states of other stages, to plant where they do not belong."""
+    out = []
+    for name in ("map", "shuffle_list", "batch_chunks", "repeat_shuffle"):
+        it = iter(PIPELINES[name]())
+        next(it)
+        out.append(roundtrip(it.get_state())["state"])
+        it.close()
+    return out
+
+
+FUZZED = [n for n in PIPELINES if n not in ("everything", "map_processes")]
+
+
+@pytest.mark.parametrize("name", FUZZED)
+def test_set_state_with_a_malformed_state_names_the_stage(name):
+    assert _fuzz_set_state(PIPELINES[name], _fuzz_foreign()) > 0
+
+
+def test_set_state_fuzz_of_file_sources_and_caches(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"a": np.arange(30), "b": np.arange(30) * 0.5}),
+                   str(tmp_path / "t.parquet"), row_group_size=10)
+    (tmp_path / "t.csv").write_text("a,b\n" + "".join(f"{i},{i / 2}\n" for i in range(30)))
+    (tmp_path / "t.txt").write_text("".join(f"line {i}\n" for i in range(30)))
+    cache = str(tmp_path / "c")
+    values(Dataset.range(600).cache(cache))  # a complete file: states replay it
+    builds = [
+        lambda: Dataset.from_parquet(str(tmp_path / "t.parquet")).batch(4),
+        lambda: Dataset.from_csv(str(tmp_path / "t.csv")),
+        lambda: lkd.TextLineDataset(str(tmp_path / "t.txt")),
+        lambda: Dataset.range(600).cache(cache),
+        lambda: Dataset.range(20).cache(str(tmp_path / "w")),  # recording
+        lambda: Dataset.range(20).shuffle(5, seed=1).cache(),
+    ]
+    foreign = _fuzz_foreign()
+    for build in builds:
+        assert _fuzz_set_state(build, foreign, probe=300 if build is builds[3] else 3) > 0

@@ -2,6 +2,8 @@
 from the tf.data documentation), shapes, errors."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -339,6 +341,60 @@ def test_cache_truncated_file_is_reported(tmp_path):
     (tmp_path / "t.lkcache").write_bytes(data[:len(data) // 2])
     with pytest.raises(ValueError, match="t.lkcache is (corrupted or )?truncated"):
         list(Dataset.range(1000).cache(path))
+
+
+def test_cache_file_bit_flips_are_reported_never_returned(tmp_path):
+    path = str(tmp_path / "b")
+    build = lambda: Dataset.range(600).map(lambda x: (x, x * 0.5)).cache(path)  # noqa: E731
+    expected = values(build())
+    good = (tmp_path / "b.lkcache").read_bytes()
+    rng = np.random.default_rng(0)
+    for pos in rng.integers(0, len(good), 40):
+        bad = bytearray(good)
+        bad[pos] ^= 1 << int(rng.integers(0, 8))
+        (tmp_path / "b.lkcache").write_bytes(bytes(bad))
+        try:
+            got = values(build())
+        except ValueError as e:
+            assert "b.lkcache" in str(e)
+            continue
+        assert got == expected, f"a flip at byte {pos} changed the data silently"
+
+
+def test_cache_file_is_fsynced_before_the_rename(tmp_path, monkeypatch):
+    import layerkit.data.cache as cache_mod
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        kind = "dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "file"
+        events.append(f"fsync {kind}")
+        real_fsync(fd)
+
+    def replace(a, b):
+        events.append("rename")
+        real_replace(a, b)
+    monkeypatch.setattr(cache_mod.os, "fsync", fsync)
+    monkeypatch.setattr(cache_mod.os, "replace", replace)
+    list(Dataset.range(5).cache(str(tmp_path / "s")))
+    assert events == ["fsync file", "rename", "fsync dir"]
+
+
+def test_cache_temporary_files_are_kept_only_for_saved_recordings(tmp_path):
+    path = str(tmp_path / "k")
+    it = iter(Dataset.range(10).cache(path))
+    next(it)
+    it.close()  # abandoned, no state taken: nothing is left behind
+    assert os.listdir(tmp_path) == []
+    it = iter(Dataset.range(10).cache(path))
+    next(it)
+    state = it.get_state()
+    it.close()  # a state names the partial file: it stays for a later run
+    (left,) = os.listdir(tmp_path)
+    it2 = iter(Dataset.range(10).cache(path))
+    it2.set_state(state)
+    assert values(it2) == list(range(1, 10))
+    assert os.listdir(tmp_path) == ["k.lkcache"]  # completed: the partial file is gone
 
 
 def test_shuffle_memory_is_bounded_by_its_buffer():
