@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit.layers.core import InputLayer
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.models.model import Model
@@ -47,12 +48,14 @@ class Sequential(Model):
         return {f"layer-{i}": layer for i, layer in enumerate(self._stack)}
 
     def add(self, layer) -> None:
-        """Append a layer (or set the input shape with ``lk.Input``).
+        """Append a layer (or set the input shape with ``lk.Input`` or an ``InputLayer``).
 
         Raises:
             TypeError: not a Layer or an ``lk.Input`` tensor.
-            ValueError: an ``lk.Input`` after layers were added.
+            ValueError: an ``lk.Input`` or ``InputLayer`` after layers were added.
         """
+        if isinstance(layer, InputLayer):  # Keras: Sequential([InputLayer(shape=...), ...])
+            layer = layer.output
         if isinstance(layer, SymbolicTensor):
             if self._stack:
                 raise ValueError(f"Sequential '{self.name}': lk.Input must come first, before "
