@@ -13,7 +13,7 @@ import numpy as np
 
 from layerkit import initializers, regularizers
 from layerkit.layers.core import SeededLayer
-from layerkit.layers.layer import Layer, get_keras_mask
+from layerkit.layers.layer import Layer, get_keras_mask, set_keras_mask
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import linalg as _linalg
@@ -27,12 +27,13 @@ __all__ = ["MultiHeadAttention", "Attention", "AdditiveAttention"]
 def _masked_softmax(scores, mask, zero_masked: bool = True):
     """Keras 3's masked softmax over the last axis: masked positions get probability 0
     (their scores -1e9 before, their probabilities zeroed after). With
-    ``zero_masked=False`` (Keras's fused attention path) masked scores become -0.7 times
-    the float32 maximum and nothing is zeroed: a row masked entirely attends uniformly."""
+    ``zero_masked=False`` (Keras's fused attention path on torch) -0.7 times the float32
+    maximum is added to masked scores and nothing is zeroed: a row masked entirely
+    attends uniformly."""
     if mask is None:
         return _nn.softmax(scores, axis=-1)
-    if not zero_masked:
-        return _nn.softmax(_ew.where(mask, scores, -0.7 * 3.38953e38), axis=-1)
+    if not zero_masked:  # added, not selected: the gradient reaches masked scores too
+        return _nn.softmax(_ew.add(scores, _ew.where(mask, 0.0, -0.7 * 3.38953e38)), axis=-1)
     return _ew.where(mask, _nn.softmax(_ew.where(mask, scores, -1e9), axis=-1), 0.0)
 
 
@@ -180,6 +181,9 @@ class MultiHeadAttention(Layer):
         out = _array.reshape(out, (b, t, d_out))
         if query_mask is not None:
             out._keras_mask = query_mask
+        if mask is not None and return_attention_scores:
+            # Keras 3: its inner Softmax layer leaves the (B, 1, T, S) mask on the scores
+            set_keras_mask(scores, mask)
         return (out, scores) if return_attention_scores else out
 
     def _mask(self, attention_mask, causal: bool, shape: tuple, query_mask=None,

@@ -33,7 +33,9 @@ _GEN = [0]  # incremented by each outermost call; scopes the losses added by add
 _CALL_INFO: dict = {}  # class -> whether its call() accepts `training`
 _SHAPE_KWARGS = ("input_shape", "batch_input_shape", "input_dim", "batch_size")
 _FLAGS = (bool, type(None))  # values of `training` that need no conversion
-_MASK_INFO: dict = {}  # class -> (call parameter names, accepts `mask`, {arg: "<arg>_mask"})
+# class -> (call parameter names, accepts `mask`, {arg: "<arg>_mask"}, passive): passive
+# layers take no mask argument and keep the default compute_mask (Dense, Activation, ...)
+_MASK_INFO: dict = {}
 # Becomes True for good once masks can exist in this process (a mask was attached to a
 # tensor, or a layer that makes masks from nothing was created). Until then layer calls
 # skip the mask protocol entirely: reading an unset slot costs as much as a small op.
@@ -65,8 +67,10 @@ def _mask_info(cls) -> tuple:
         params = inspect.signature(cls.call).parameters
         names = tuple(p for p, v in params.items() if p != "self"
                       and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL))
-        info = _MASK_INFO[cls] = (names, "mask" in names,
-                                  {p: f"{p}_mask" for p in names if f"{p}_mask" in names})
+        per_arg = {p: f"{p}_mask" for p in names if f"{p}_mask" in names}
+        info = _MASK_INFO[cls] = (names, "mask" in names, per_arg,
+                                  "mask" not in names and not per_arg
+                                  and cls.compute_mask is Layer.compute_mask)
     return info
 
 
@@ -452,7 +456,10 @@ class Layer(Tracked):
         """``call`` with Keras's mask protocol: a ``mask`` (or ``<arg>_mask``) argument
         is filled from the masks attached to the inputs, and the masks given by
         :meth:`compute_mask` are attached to outputs that have none."""
-        names, takes_mask, per_arg = _mask_info(type(self))
+        names, takes_mask, per_arg, passive = _mask_info(type(self))
+        if passive and len(args) == 1 and "mask" not in kwargs and isinstance(args[0], Tensor) \
+                and getattr(args[0], "_keras_mask", None) is None:
+            return self.call(*args, **kwargs)  # nothing to read, nothing to attach
         bound = dict(zip(names, args))
         bound.update(kwargs)
         tensors = [k for k, v in bound.items() if k != "mask" and _has_tensor(v)]
@@ -476,7 +483,8 @@ class Layer(Tracked):
                         if m is not None and isinstance(t, Tensor) \
                                 and get_keras_mask(t) is None:
                             set_keras_mask(t, m)
-        elif any(m is not None for m in _sym.flatten(previous)):
+        elif not takes_mask and any(m is not None for m in _sym.flatten(previous)):
+            # (a layer whose call takes `mask` consumed it: GlobalAveragePooling1D, ...)
             warnings.warn(f"Layer '{self.name}' (of type {type(self).__name__}) was passed an "
                           f"input with a mask attached to it, but it does not support masking "
                           f"and drops the mask: later layers will not see it.", stacklevel=3)
