@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 from layerkit import regularizers
-from layerkit.layers.conv import check_data_format
 from layerkit.layers.core import Dropout, SeededLayer
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
@@ -39,8 +38,10 @@ class _SpatialDropout(Dropout):
     def __init__(self, rate: float, data_format=None, seed: int | None = None,
                  **kwargs) -> None:
         super().__init__(rate, seed=seed, **kwargs)
-        self.data_format = check_data_format(type(self).__name__, data_format) \
-            if self._rank > 3 else None
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError(f"{type(self).__name__}: `data_format` must be 'channels_last' or "
+                             f"'channels_first'; received {data_format!r}")
+        self.data_format = (data_format or "channels_last") if self._rank > 3 else None
         self.input_spec = InputSpec(ndim=self._rank)
 
     def call(self, inputs, training=None):
