@@ -29,6 +29,7 @@ def _non_negative(layer: str, arg: str, value, none_ok: bool = False):
 
 class _Elementwise(Layer):
     supports_masking = True
+    _cast_int_inputs = True  # float math: integer inputs become the layer's float dtype
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -50,6 +51,8 @@ class ReLU(_Elementwise):
         >>> lk.layers.ReLU(max_value=1.0)(lk.constant([-1.0, 0.5, 3.0])).numpy()
         array([0. , 0.5, 1. ], dtype=float32)
     """
+
+    _cast_int_inputs = False  # (Keras: relu of integers stays integer)
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs) -> None:
         super().__init__(**kwargs)

@@ -96,7 +96,12 @@ class SpatialDropout3D(_SpatialDropout):
     _rank = 5
 
 
-class GaussianNoise(SeededLayer):
+class _Noise(SeededLayer):
+    supports_masking = True
+    _cast_int_inputs = True
+
+
+class GaussianNoise(_Noise):
     """Adds zero-mean Gaussian noise of standard deviation ``stddev`` in training.
 
     Args:
@@ -109,8 +114,6 @@ class GaussianNoise(SeededLayer):
         >>> bool((layer(lk.ones((2, 3))) == 1.0).numpy().all())   # inference: identity
         True
     """
-
-    supports_masking = True
 
     def __init__(self, stddev: float, seed: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -127,7 +130,7 @@ class GaussianNoise(SeededLayer):
         return {**super().get_config(), "stddev": self.stddev, "seed": self.seed}
 
 
-class GaussianDropout(SeededLayer):
+class GaussianDropout(_Noise):
     """Multiplies the inputs by Gaussian noise of mean 1 and standard deviation
     ``sqrt(rate / (1 - rate))`` in training.
 
@@ -135,8 +138,6 @@ class GaussianDropout(SeededLayer):
         rate: the equivalent drop probability, in [0, 1].
         seed: optional int for a reproducible stream of its own.
     """
-
-    supports_masking = True
 
     def __init__(self, rate: float, seed: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -159,7 +160,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-class AlphaDropout(SeededLayer):
+class AlphaDropout(_Noise):
     """Dropout for SELU networks: dropped entries are set to SELU's negative saturation
     value and an affine map keeps the mean and variance (Klambauer et al., 2017).
 
@@ -172,8 +173,6 @@ class AlphaDropout(SeededLayer):
         noise_shape: optional shape of the keep mask (broadcast to the input).
         seed: optional int for a reproducible stream of its own.
     """
-
-    supports_masking = True
 
     def __init__(self, rate: float, noise_shape=None, seed: int | None = None,
                  **kwargs) -> None:

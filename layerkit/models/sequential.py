@@ -1,6 +1,8 @@
 """``lk.Sequential``: a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
@@ -155,7 +157,8 @@ class Sequential(Model):
 
         Args:
             config: the dict from ``get_config``.
-            custom_objects: ``{class_name: class}`` for layers not in ``lk.layers``.
+            custom_objects: ``{class_name: class}`` for layers not in ``lk.layers`` (and
+                ``{name: function}`` for the functions of ``Lambda`` layers).
 
         Raises:
             ValueError: a layer class that is neither built in nor in custom_objects.
@@ -176,5 +179,7 @@ class Sequential(Model):
             if not (isinstance(layer_cls, type) and issubclass(layer_cls, Layer)):
                 raise ValueError(f"Sequential.from_config: unknown layer class {name!r}; pass "
                                  f"it as custom_objects={{{name!r}: cls}}")
-            model.add(layer_cls.from_config(spec["config"]))
+            takes = "custom_objects" in inspect.signature(layer_cls.from_config).parameters
+            model.add(layer_cls.from_config(spec["config"], custom_objects=custom_objects)
+                      if takes else layer_cls.from_config(spec["config"]))
         return model

@@ -222,3 +222,12 @@ def test_time_distributed_trains_in_a_model():
     assert hist.history["loss"][-1] < hist.history["loss"][0]
     check_layer_grads(TimeDistributed(Dense(2, dtype="float64"), dtype="float64"),
                       [_x(2, 3, 4).astype(np.float64)])
+
+
+def test_sequential_config_with_a_named_lambda():
+    model = lk.Sequential([lk.Input(shape=(3,)), Lambda(double_plus), Dense(2)])
+    clone = lk.Sequential.from_config(model.get_config(),
+                                      custom_objects={"double_plus": double_plus})
+    clone.set_weights(model.get_weights())
+    x = _x(4, 3)
+    np.testing.assert_allclose(clone(x).numpy(), model(x).numpy(), rtol=1e-6)
