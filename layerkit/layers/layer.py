@@ -6,6 +6,11 @@ configuration, ``build(input_shape)`` creates weights with :meth:`Layer.add_weig
 use, checks the input spec, resolves ``training`` and calls. Layers, Variables and
 lists/tuples/dicts of them assigned as attributes are tracked by ``__setattr__`` (the one
 tracking mechanism), in assignment order.
+
+Keras masks (see :mod:`layerkit.layers.masking`) ride on tensors as ``_keras_mask``. Once
+any mask can exist, ``__call__`` passes the input masks to a ``call`` that takes ``mask``
+(or ``<arg>_mask`` for calls with several tensor arguments) and, for layers that
+``supports_masking``, attaches ``compute_mask(inputs, mask)`` to the outputs.
 """
 from __future__ import annotations
 

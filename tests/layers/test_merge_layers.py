@@ -173,3 +173,19 @@ def test_concatenate_and_dot_masks():
     np.testing.assert_array_equal(get_keras_mask(out).numpy(), np.concatenate([M1, M2], 1))
     d = Dot(axes=2)([_masked(x, M1), _masked(_x(2, 3, 4, seed=3), M2)])
     assert get_keras_mask(d) is None
+
+
+def test_merges_train_in_a_functional_model_and_trace():
+    a_in, b_in = lk.Input(shape=(4,)), lk.Input(shape=(4,))
+    a, b = lk.layers.Dense(4)(a_in), lk.layers.Dense(4)(b_in)
+    merged = lk.layers.concatenate([Subtract()([a, b]), Multiply()([a, b]), Average()([a, b]),
+                                    Maximum()([a, b]), Minimum()([a, b]),
+                                    Dot(axes=1, normalize=True)([a, b])])
+    model = lk.Model([a_in, b_in], lk.layers.Dense(1)(merged))
+    model.compile(lk.optimizers.Adam(0.01), "mse")
+    x, y = [_x(32, 4), _x(32, 4, seed=1)], _x(32, 1, seed=2)
+    before = model.evaluate(x, y, verbose=0)
+    model.fit(x, y, epochs=10, batch_size=8, verbose=0)
+    assert model.evaluate(x, y, verbose=0) < before
+    traced = lk.function(lambda p, q: model([p, q]))
+    np.testing.assert_allclose(traced(*x).numpy(), model(x).numpy(), rtol=1e-5)
