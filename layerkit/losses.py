@@ -344,6 +344,32 @@ def _standardize_reduction(reduction) -> str:
     return reduction
 
 
+def apply_mask(sample_weight, mask, dtype, reduction: str):
+    """Fold the Keras mask of ``y_pred`` into the sample weights (Keras's rule).
+
+    Masked entries weigh 0. For the mean reductions the kept ones weigh
+    ``mask.size / kept``, so that the mean runs over the kept entries only.
+    """
+    m = _ew.cast(_tensor(mask), dtype)
+    if reduction in ("mean", "sum_over_batch_size"):
+        total = float(np.prod(m.shape))
+        # no kept entry: m is all zeros, so any finite scale gives 0
+        m = _ew.multiply(m, _ew.divide(total, _ew.maximum(_reduce.reduce_sum(m), 1.0)))
+    if sample_weight is None:
+        return m
+    sw = _tensor(sample_weight)
+    if sw.dtype != dtype:
+        sw = _ew.cast(sw, dtype)
+    m, sw = _same_rank(m, sw)
+    while 0 < sw.ndim < m.ndim:  # per-sample weights against per-step masks
+        sw = _array.expand_dims(sw, -1)
+    return _ew.multiply(sw, m)
+
+
+def _mask_of(y_pred):
+    return getattr(y_pred, "_keras_mask", None) if isinstance(y_pred, Tensor) else None
+
+
 def reduce_weighted_values(values: Tensor, sample_weight=None,
                            reduction: str = "sum_over_batch_size") -> Tensor:
     """Weight per-sample ``values`` and reduce them (Keras's rule).
@@ -408,8 +434,11 @@ class Loss:
 
     def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
         """The reduced loss of a batch (a scalar Tensor unless ``reduction='none'``)."""
+        mask = _mask_of(y_pred)  # a Keras mask on y_pred leaves masked entries out
         # A subclass's call() gets Tensors, as in Keras (lists and arrays converted).
         values = self.call(_tensor(y_true), _tensor(y_pred))
+        if mask is not None:
+            sample_weight = apply_mask(sample_weight, mask, values.dtype, self.reduction)
         if sample_weight is None and self.reduction in ("sum_over_batch_size", "mean") \
                 and values.ndim and 0 not in values.shape:  # (reduce_mean of nothing: nan)
             return _reduce.reduce_mean(values)  # sum / size, in one op
@@ -553,7 +582,13 @@ def _scce_call(self, y_true, y_pred, sample_weight=None) -> Tensor:
     labels = _tensor(y_true)
     if labels.ndim == values.ndim + 1 and labels.shape[-1] == 1:
         labels = _array.squeeze(labels, -1)
-    keep = _ew.cast(_ew.not_equal(labels, ignore), values.dtype)
+    keep = _ew.not_equal(labels, ignore)
+    mask = _mask_of(y_pred)
+    if mask is not None:  # Keras: the y_pred mask and the ignored labels, combined
+        return reduce_weighted_values(values, apply_mask(
+            sample_weight, _ew.logical_and(keep, mask), values.dtype, self.reduction),
+            self.reduction)
+    keep = _ew.cast(keep, values.dtype)
     if self.reduction == "mean_with_sample_weight":
         if sample_weight is not None:
             sw, keep = _same_rank(_ew.cast(_tensor(sample_weight), values.dtype), keep)

@@ -107,11 +107,13 @@ class _MethodCall:
     """Static attribute of a metric-method node: the method and its non-tensor arguments
     (``slots``: where the node's input tensors go in the flattened arguments)."""
 
-    __slots__ = ("metric", "fn", "structure", "leaves", "slots", "flat", "out_structure")
+    __slots__ = ("metric", "fn", "structure", "leaves", "slots", "flat", "out_structure",
+                 "masked")
 
-    def __init__(self, metric, fn, structure=None, leaves=(), slots=()) -> None:
+    def __init__(self, metric, fn, structure=None, leaves=(), slots=(), masked=()) -> None:
         self.metric, self.fn = metric, fn
         self.structure, self.leaves, self.slots = structure, list(leaves), tuple(slots)
+        self.masked = tuple(masked)  # slots whose tensors carry a Keras mask (after them)
         for i in self.slots:
             self.leaves[i] = None  # filled per call; do not keep the trace's tensors
         self.out_structure = None
@@ -128,6 +130,8 @@ class _MethodCall:
         leaves = list(self.leaves)
         for i, a in zip(self.slots, arrays):
             leaves[i] = wrap(a)
+        for i, m in zip(self.masked, arrays[len(self.slots):]):
+            leaves[i]._keras_mask = wrap(m)
         if self.flat is not None:
             n, names = self.flat
             return leaves[:n], dict(zip(names, leaves[n:]))
@@ -186,7 +190,11 @@ def _graph_aware(fn, kind: str):
             leaves = flatten(structure)
             slots = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
             tensors = [leaves[i] for i in slots]
-            apply(_UPDATE, *tensors, call=_MethodCall(self, fn, structure, leaves, slots))
+            # Keras masks travel with their tensors into the node (y_pred's mask).
+            masks = [(i, getattr(leaves[i], "_keras_mask", None)) for i in slots]
+            masks = [(i, m) for i, m in masks if m is not None]
+            apply(_UPDATE, *tensors, *[m for _, m in masks],
+                  call=_MethodCall(self, fn, structure, leaves, slots, [i for i, _ in masks]))
             return None
     method._lk_graph_aware = True
     return method
@@ -345,12 +353,22 @@ class MeanMetricWrapper(Mean):
         self._fn_kwargs = kwargs
 
     def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        mask = getattr(y_pred, "_keras_mask", None) if isinstance(y_pred, Tensor) else None
         yt, yp = _np(y_true), _np(y_pred)
         try:
             values = _np(self._fn(yt, yp, **self._fn_kwargs))
         except ValueError as e:  # NumPy's broadcast message names neither metric nor input
             raise ValueError(f"metric '{self.name}': cannot compare y_true of shape "
                              f"{yt.shape} with y_pred of shape {yp.shape} ({e})") from e
+        if mask is not None:  # Keras: masked entries (of y_pred) weigh 0
+            m = _np(mask).astype(np.float32)
+            if sample_weight is not None:
+                sw = _np(sample_weight).astype(np.float32, copy=False)
+                m, sw = squeeze_or_expand_to_same_rank(m, sw)
+                while 0 < sw.ndim < m.ndim:
+                    sw = sw[..., None]
+                m = m * sw
+            sample_weight = m
         if sample_weight is None and values.ndim == 1:  # per-sample values: the fit path
             _acc(self.total, float(np.add.reduce(values, dtype=np.float64)))
             _acc(self.count, float(values.shape[0]))

@@ -20,7 +20,9 @@ class Tensor:
         Tensor([[4.]], shape=(1, 1), dtype=float32)
     """
 
-    __slots__ = ("_v", "__weakref__")
+    # _keras_mask: the Keras mask a layer attached to its output (see layerkit.layers.layer);
+    # unset on almost every tensor, and never touched by ops.
+    __slots__ = ("_v", "_keras_mask", "__weakref__")
     # Make NumPy defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_priority__ = 1000
 

@@ -6,21 +6,65 @@ Example:
     >>> layer(lk.ones((2, 4))).shape
     (2, 3)
 """
-from layerkit.layers.attention import MultiHeadAttention
+from layerkit.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
+from layerkit.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
 from layerkit.layers.conv import Conv2D, Conv2DTranspose, DepthwiseConv2D
-from layerkit.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Reshape
+from layerkit.layers.core import (
+    Activation,
+    Dense,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    InputLayer,
+    Lambda,
+    Reshape,
+)
 from layerkit.layers.input_spec import InputSpec
-from layerkit.layers.layer import Layer
-from layerkit.layers.merge import Add, Concatenate
-from layerkit.layers.normalization import BatchNormalization, LayerNormalization
+from layerkit.layers.layer import Layer, get_keras_mask, set_keras_mask
+from layerkit.layers.masking import Masking
+from layerkit.layers.merge import (
+    Add,
+    Average,
+    Concatenate,
+    Dot,
+    Maximum,
+    Minimum,
+    Multiply,
+    Subtract,
+    add,
+    average,
+    concatenate,
+    dot,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from layerkit.layers.normalization import (
+    BatchNormalization,
+    GroupNormalization,
+    LayerNormalization,
+    UnitNormalization,
+)
 from layerkit.layers.pooling import (
     AveragePooling2D,
     GlobalAveragePooling2D,
     GlobalMaxPooling2D,
     MaxPooling2D,
 )
-from layerkit.layers.recurrent import GRU, LSTM, RNN, Bidirectional, SimpleRNN
-from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell
+from layerkit.layers.recurrent import GRU, LSTM, RNN, Bidirectional, SimpleRNN, TimeDistributed
+from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
+from layerkit.layers.regularization import (
+    ActivityRegularization,
+    AlphaDropout,
+    GaussianDropout,
+    GaussianNoise,
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
+)
+from layerkit.layers.reshaping import Permute, RepeatVector
 from layerkit.layers.symbolic import Node, SymbolicTensor
 from layerkit.layers.tracking import reset_uids
 
@@ -37,4 +81,14 @@ __all__ = [
     "BatchNormalization", "LayerNormalization", "Add", "Concatenate",
     "SimpleRNNCell", "LSTMCell", "GRUCell", "RNN", "SimpleRNN", "LSTM", "GRU",
     "Bidirectional", "MultiHeadAttention",
+    # Keras-surface layers of issue #14 (activations, core, reshaping, merging,
+    # regularization, normalization, masking, stacked RNNs, attention)
+    "ReLU", "LeakyReLU", "PReLU", "ELU", "Softmax", "Identity", "Lambda", "InputLayer",
+    "RepeatVector", "Permute", "TimeDistributed",
+    "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Dot",
+    "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate", "dot",
+    "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
+    "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+    "GroupNormalization", "UnitNormalization", "Masking", "get_keras_mask", "set_keras_mask",
+    "StackedRNNCells", "Attention", "AdditiveAttention",
 ]

@@ -1,6 +1,8 @@
-"""Core layers: Dense, Activation, Flatten, Reshape, Dropout, Embedding."""
+"""Core layers: Dense, Activation, Flatten, Reshape, Dropout, Embedding, Identity, Lambda,
+InputLayer."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -9,14 +11,16 @@ from layerkit import initializers, regularizers
 from layerkit._core.op import Op, apply
 from layerkit.layers import activations
 from layerkit.layers.input_spec import InputSpec
-from layerkit.layers.layer import Layer
+from layerkit.layers.layer import Layer, enable_masks
+from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import linalg as _linalg
 from layerkit.ops import nn as _nn
 from layerkit.ops import random as _random
 
-__all__ = ["Dense", "Activation", "Flatten", "Reshape", "Dropout", "Embedding"]
+__all__ = ["Dense", "Activation", "Flatten", "Reshape", "Dropout", "Embedding", "Identity",
+           "Lambda", "InputLayer"]
 
 
 def _positive_int(layer: str, arg: str, value) -> int:
@@ -80,6 +84,7 @@ class Dense(Layer):
     """
 
     _cast_int_inputs = True
+    supports_masking = True
 
     def __init__(self, units: int, activation=None, use_bias: bool = True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
@@ -128,6 +133,8 @@ class Activation(Layer):
         >>> lk.layers.Activation("relu")(lk.constant([-1.0, 2.0])).numpy()
         array([0., 2.], dtype=float32)
     """
+
+    supports_masking = True
 
     def __init__(self, activation, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -179,7 +186,26 @@ class Reshape(Layer):
         return {**super().get_config(), "target_shape": list(self.target_shape)}
 
 
-class Dropout(Layer):
+class SeededLayer(Layer):
+    """Base of layers that draw random numbers while training (Dropout, GaussianNoise, ...).
+
+    Without a seed they draw from ``lk.random``'s global generator (reproducible after
+    ``lk.random.set_seed``); with an int ``seed`` from their own stream, whose position
+    checkpoints save (``seed_generator``), so a resumed run draws the same numbers.
+    """
+
+    def _set_seed(self, seed: int | None) -> None:
+        self.seed = seed
+        self._generator = _random.Generator(seed) if seed is not None else None
+
+    def _checkpoint_children(self) -> dict:
+        children = super()._checkpoint_children()
+        if self._generator is not None:
+            children["seed_generator"] = self._generator
+        return children
+
+
+class Dropout(SeededLayer):
     """Zeroes a fraction ``rate`` of the inputs during training and scales the rest by
     ``1 / (1 - rate)``; the identity at inference.
 
@@ -190,12 +216,14 @@ class Dropout(Layer):
             draw from ``lk.random``'s global generator.
     """
 
+    supports_masking = True
+
     def __init__(self, rate: float, noise_shape=None, seed: int | None = None, **kwargs):
         super().__init__(**kwargs)
         if not 0 <= rate < 1:
             raise ValueError(f"Dropout: `rate` must be in [0, 1), received rate={rate}")
-        self.rate, self.noise_shape, self.seed = float(rate), noise_shape, seed
-        self._generator = _random.Generator(seed) if seed is not None else None
+        self.rate, self.noise_shape = float(rate), noise_shape
+        self._set_seed(seed)
 
     def call(self, inputs, training=None):
         if not training or self.rate == 0:
@@ -204,14 +232,6 @@ class Dropout(Layer):
         # is made, so a traced step draws a fresh mask per call, as eager steps do.
         return _nn.dropout(inputs, self.rate, noise_shape=self.noise_shape,
                            seed=self._generator)
-
-    def _checkpoint_children(self) -> dict:
-        # A seeded layer owns its mask stream: checkpoints save its position so a
-        # resumed run draws the same masks.
-        children = super()._checkpoint_children()
-        if self._generator is not None:
-            children["seed_generator"] = self._generator
-        return children
 
     def get_config(self) -> dict:
         return {**super().get_config(), "rate": self.rate, "noise_shape": self.noise_shape,
@@ -236,7 +256,9 @@ class Embedding(Layer):
         output_dim: embedding size.
         embeddings_initializer: default ``'uniform'`` (in ±0.05), like Keras.
         embeddings_regularizer, embeddings_constraint: optional.
-        mask_zero: must be False: layerkit layers do not propagate Keras masks.
+        mask_zero: whether index 0 is padding: the output then carries the mask
+            ``inputs != 0`` (Keras masking), so RNNs skip padded steps and losses and
+            metrics leave them out. ``input_dim`` must leave room for index 0.
 
     Input shape: ``(batch, ...)`` integers. Output shape: ``(batch, ..., output_dim)``.
     Weights: ``embeddings`` (input_dim, output_dim).
@@ -252,10 +274,9 @@ class Embedding(Layer):
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
         self.embeddings_constraint = embeddings_constraint
-        if mask_zero:
-            raise NotImplementedError("Embedding: mask_zero=True is not supported (layerkit "
-                                      "layers do not propagate masks); pad and mask explicitly")
-        self.mask_zero = False
+        self.mask_zero = bool(mask_zero)
+        if self.mask_zero:
+            enable_masks()
 
     def build(self, input_shape=None) -> None:
         self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),
@@ -270,8 +291,225 @@ class Embedding(Layer):
             inputs = _ew.cast(inputs, "int64")
         return _array.gather(self.embeddings, inputs)
 
+    def compute_mask(self, inputs, mask=None):
+        """``inputs != 0`` with ``mask_zero=True``, else None."""
+        if not self.mask_zero:
+            return None
+        return _ew.not_equal(inputs, 0)
+
     def get_config(self) -> dict:
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim, "mask_zero": self.mask_zero,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
                 "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer)}
+
+
+class Identity(Layer):
+    """Returns its input unchanged (masks pass through)."""
+
+    supports_masking = True
+
+    def call(self, inputs):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def _function_config(fn) -> dict:
+    """A function by reference (never its code): Keras's entry for a named function."""
+    if not callable(fn):
+        raise ValueError(f"Lambda: cannot serialize {fn!r}: it is not callable")
+    name = getattr(fn, "__name__", None)
+    if name == "<lambda>" or name is None:
+        # Only a marker: layerkit never serializes code (no bytecode, no pickle).
+        return {"class_name": "__lambda__", "config": {"module": getattr(fn, "__module__", None)}}
+    return {"module": getattr(fn, "__module__", None) or "builtins", "class_name": "function",
+            "config": name, "registered_name": "function"}
+
+
+def _function_from_config(spec, custom_objects: dict | None, what: str):
+    if callable(spec):
+        return spec
+    if not isinstance(spec, dict):
+        return spec  # a shape or a fixed mask
+    kind = spec.get("class_name")
+    if kind == "__lambda__":
+        raise ValueError(
+            f"Lambda.from_config: the `{what}` in this config is a Python lambda, whose code "
+            f"was not saved: layerkit never deserializes code (Keras 3 also refuses lambdas "
+            f"unless safe_mode=False, which layerkit does not offer). Re-create the layer in "
+            f"code, or use a named function and pass it as custom_objects={{name: fn}}.")
+    if kind != "function":
+        raise ValueError(f"Lambda.from_config: cannot interpret the `{what}` entry {spec!r}")
+    name = spec.get("config")
+    fn = (custom_objects or {}).get(name)
+    if fn is None and str(spec.get("module", "")).startswith("layerkit"):
+        import layerkit  # noqa: PLC0415 (a layerkit function named in the config)
+        fn = getattr(layerkit, name, None) or getattr(layerkit.nn, name, None)
+    if fn is None:
+        raise ValueError(f"Lambda.from_config: unknown function {name!r} (module "
+                         f"{spec.get('module')!r}); pass it as custom_objects={{{name!r}: fn}}")
+    return fn
+
+
+class Lambda(Layer):
+    """Wraps a function of the inputs as a layer: ``Lambda(lambda x: x ** 2)``.
+
+    Args:
+        function: called as ``function(inputs, **arguments)``; it also receives
+            ``mask=`` and ``training=`` if its signature names them.
+        output_shape: optional output shape without the batch axis (a tuple), or a
+            function of the input shape; by default found by running the function.
+        mask: optional output mask: a function ``mask(inputs, previous_mask)`` or a fixed
+            mask tensor. Without it the layer drops input masks (as Keras).
+        arguments: optional dict of keyword arguments for ``function``.
+
+    ``get_config`` names a named function (its module and name) and never stores code:
+    ``from_config`` finds it in ``custom_objects`` (or layerkit's own functions) and
+    raises ``ValueError`` for a Python lambda (Keras refuses those by default too).
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.layers.Lambda(lambda x, k: x * k, arguments={"k": 3.0})(lk.ones((1, 2))).numpy()
+        array([[3., 3.]], dtype=float32)
+    """
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None,
+                 **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not callable(function):
+            raise TypeError(f"Lambda: `function` must be callable; received {function!r}")
+        self.function = function
+        self.arguments = dict(arguments or {})
+        self.mask = mask
+        self.supports_masking = mask is not None
+        if mask is not None:
+            enable_masks()
+        self._output_shape = output_shape
+        try:
+            params = inspect.signature(function).parameters
+        except (TypeError, ValueError):  # some builtins have no signature
+            params = {}
+        self._fn_kwargs = [k for k in ("mask", "training") if k in params]
+
+    def call(self, inputs, mask=None, training=None):
+        kwargs = dict(self.arguments)
+        if "mask" in self._fn_kwargs:
+            kwargs["mask"] = mask
+        if "training" in self._fn_kwargs:
+            kwargs["training"] = training
+        return self.function(inputs, **kwargs)
+
+    def compute_mask(self, inputs, mask=None):
+        if callable(self.mask):
+            return self.mask(inputs, mask)
+        return self.mask
+
+    def compute_output_shape(self, input_shape):
+        shape = self._output_shape
+        if shape is None:
+            return super().compute_output_shape(input_shape)
+        if callable(shape):
+            return shape(input_shape)
+        first = input_shape[0] if input_shape and isinstance(input_shape[0], (list, tuple)) \
+            else input_shape
+        return (first[0] if first else None,) + tuple(shape)
+
+    def get_config(self) -> dict:
+        config = {**super().get_config(), "function": _function_config(self.function)}
+        shape = self._output_shape
+        if shape is not None:
+            config["output_shape"] = _function_config(shape) if callable(shape) else list(shape)
+        if self.mask is not None:
+            config["mask"] = _function_config(self.mask) if callable(self.mask) else \
+                np.asarray(self.mask).tolist()
+        config["arguments"] = dict(self.arguments)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None,
+                    safe_mode=None) -> Lambda:
+        """A Lambda from :meth:`get_config` (functions found by name; see the class).
+
+        Raises:
+            ValueError: the config holds a Python lambda, or names an unknown function.
+        """
+        config = dict(config)
+        config["function"] = _function_from_config(config["function"], custom_objects,
+                                                   "function")
+        if "output_shape" in config:
+            shape = _function_from_config(config["output_shape"], custom_objects,
+                                          "output_shape")
+            config["output_shape"] = tuple(shape) if isinstance(shape, list) else shape
+        if "mask" in config:
+            config["mask"] = _function_from_config(config["mask"], custom_objects, "mask")
+        return cls(**config)
+
+
+class InputLayer(Layer):
+    """The input of a model as a layer: ``lk.Sequential([InputLayer(shape=(8,)), ...])``.
+
+    Args:
+        shape: the shape of one sample (without the batch axis).
+        batch_size: optional fixed batch size.
+        dtype: the input dtype (default float32).
+        batch_shape: the full shape including the batch axis (instead of ``shape``).
+        input_tensor: optional symbolic tensor (from ``lk.Input``) to use.
+        sparse, ragged: unsupported; must be None or False.
+        optional: accepted for Keras compatibility.
+        name: default ``input_layer``, ``input_layer_1``, ...
+
+    ``output`` is its symbolic tensor, so ``lk.Model(layer.output, ...)`` works too.
+
+    Raises:
+        ValueError: neither or both of ``shape`` and ``batch_shape``, or unsupported args.
+    """
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, sparse=None,
+                 batch_shape=None, input_tensor=None, optional: bool = False,
+                 name: str | None = None, ragged=None, **kwargs) -> None:
+        shape = kwargs.pop("input_shape", shape)
+        batch_shape = kwargs.pop("batch_input_shape", batch_shape)
+        if kwargs:
+            raise TypeError(f"InputLayer: unexpected keyword argument(s) {sorted(kwargs)}")
+        if sparse or ragged:
+            raise ValueError("InputLayer: sparse and ragged inputs are not supported")
+        if input_tensor is not None:
+            if not isinstance(input_tensor, SymbolicTensor):
+                raise ValueError(f"InputLayer: `input_tensor` must be a symbolic tensor (from "
+                                 f"lk.Input); received {type(input_tensor).__name__}")
+            batch_shape, dtype = input_tensor.shape, input_tensor.dtype
+        elif shape is not None and batch_shape is not None:
+            raise ValueError("InputLayer: pass only one of `shape` and `batch_shape`")
+        elif shape is None and batch_shape is None:
+            raise ValueError("InputLayer: pass shape=(...) (without the batch axis) or "
+                             "batch_shape")
+        elif batch_size is not None and batch_shape is not None:
+            raise ValueError("InputLayer: pass only one of `batch_size` and `batch_shape`")
+        elif shape is not None:
+            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            batch_shape = (batch_size,) + shape
+        batch_shape = tuple(None if d is None else int(d) for d in batch_shape)
+        super().__init__(name=name, dtype=dtype or "float32")
+        self._input_tensor = input_tensor if input_tensor is not None else \
+            SymbolicTensor(batch_shape, dtype or "float32", name=self.name)
+        self.sparse, self.ragged, self.optional = False, False, bool(optional)
+        self.__dict__["built"] = True
+
+    @property
+    def batch_shape(self) -> tuple:
+        return tuple(self._input_tensor.shape)
+
+    @property
+    def output(self) -> SymbolicTensor:
+        """The symbolic tensor this layer stands for."""
+        return self._input_tensor
+
+    def call(self, inputs=None):
+        return inputs
+
+    def get_config(self) -> dict:
+        return {"batch_shape": list(self.batch_shape), "dtype": self.dtype,
+                "sparse": self.sparse, "ragged": self.ragged, "name": self.name,
+                "optional": self.optional}

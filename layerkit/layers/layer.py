@@ -6,11 +6,17 @@ configuration, ``build(input_shape)`` creates weights with :meth:`Layer.add_weig
 use, checks the input spec, resolves ``training`` and calls. Layers, Variables and
 lists/tuples/dicts of them assigned as attributes are tracked by ``__setattr__`` (the one
 tracking mechanism), in assignment order.
+
+Keras masks (see :mod:`layerkit.layers.masking`) ride on tensors as ``_keras_mask``. Once
+any mask can exist, ``__call__`` passes the input masks to a ``call`` that takes ``mask``
+(or ``<arg>_mask`` for calls with several tensor arguments) and, for layers that
+``supports_masking``, attaches ``compute_mask(inputs, mask)`` to the outputs.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 
@@ -25,13 +31,66 @@ from layerkit.layers import symbolic as _sym
 from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
 from layerkit.ops.elementwise import cast
 
-__all__ = ["Layer", "reset_uids"]
+__all__ = ["Layer", "reset_uids", "get_keras_mask", "set_keras_mask", "layer_from_config"]
 
 _STACK: list = []  # (layer, training) for each layer call in progress, outermost first
 _GEN = [0]  # incremented by each outermost call; scopes the losses added by add_loss
 _CALL_INFO: dict = {}  # class -> whether its call() accepts `training`
 _SHAPE_KWARGS = ("input_shape", "batch_input_shape", "input_dim", "batch_size")
 _FLAGS = (bool, type(None))  # values of `training` that need no conversion
+# class -> (call parameter names, accepts `mask`, {arg: "<arg>_mask"}, passive): passive
+# layers take no mask argument and keep the default compute_mask (Dense, Activation, ...)
+_MASK_INFO: dict = {}
+# Becomes True for good once masks can exist in this process (a mask was attached to a
+# tensor, or a layer that makes masks from nothing was created). Until then layer calls
+# skip the mask protocol entirely: reading an unset slot costs as much as a small op.
+_MASKS = [False]
+
+
+def get_keras_mask(x):
+    """The Keras mask attached to tensor ``x`` by the layer that produced it, or None."""
+    return getattr(x, "_keras_mask", None) if isinstance(x, Tensor) else None
+
+
+def set_keras_mask(x, mask) -> None:
+    """Attach ``mask`` (a boolean tensor, usually ``(batch, time)``) to tensor ``x``;
+    layers that accept ``mask`` then receive it, as in Keras."""
+    if mask is not None and not isinstance(mask, Tensor):
+        mask = wrap(np.asarray(mask))
+    x._keras_mask = mask
+    _MASKS[0] = True
+
+
+def enable_masks() -> None:
+    """Turn on the mask protocol of layer calls (layers that create masks call this)."""
+    _MASKS[0] = True
+
+
+def _mask_info(cls) -> tuple:
+    info = _MASK_INFO.get(cls)
+    if info is None:
+        params = inspect.signature(cls.call).parameters
+        names = tuple(p for p, v in params.items() if p != "self"
+                      and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL))
+        per_arg = {p: f"{p}_mask" for p in names if f"{p}_mask" in names}
+        info = _MASK_INFO[cls] = (names, "mask" in names, per_arg,
+                                  "mask" not in names and not per_arg
+                                  and cls.compute_mask is Layer.compute_mask)
+    return info
+
+
+def _has_tensor(x) -> bool:
+    if isinstance(x, Tensor):
+        return True
+    return isinstance(x, (list, tuple, dict)) and any(
+        isinstance(e, Tensor) for e in _sym.flatten(x))
+
+
+def _masks_of(x):
+    """The masks of ``x``'s tensors, in ``x``'s structure (a single None for a tensor)."""
+    if isinstance(x, (list, tuple, dict)):
+        return _sym.map_structure(get_keras_mask, x)
+    return get_keras_mask(x)
 
 
 def _numeric_list(x) -> bool:
@@ -102,6 +161,9 @@ class Layer(Tracked):
     """
 
     input_spec = None
+    # Whether compute_mask gives the output masks (Keras: True when the class overrides
+    # compute_mask; many built-in layers set it too). Otherwise input masks stop here.
+    supports_masking = False
     # Float-math layers (Dense, Conv2D, ...) also cast integer and bool inputs to their
     # dtype, as Keras's do: NumPy promotion would otherwise give a float64 output.
     _cast_int_inputs = False
@@ -110,6 +172,12 @@ class Layer(Tracked):
         super().__init_subclass__(**kw)
         if "build" in cls.__dict__:
             cls.build = _wrap_build(cls.__dict__["build"])
+        if "compute_mask" in cls.__dict__:
+            # Keras: a layer that defines compute_mask supports masking (unless it says).
+            if "supports_masking" not in cls.__dict__:
+                cls.supports_masking = True
+            if not cls.__module__.startswith("layerkit."):
+                enable_masks()  # a user's layer may create masks from unmasked inputs
 
     def __init__(self, name: str | None = None, trainable: bool = True, dtype="float32",
                  **kwargs) -> None:
@@ -285,7 +353,10 @@ class Layer(Tracked):
             kind = x.dtype.kind
             if (kind == "f" or (kind in "iub" and self._cast_int_inputs)) \
                     and x.dtype != self._dtype:
-                return cast(x, self._dtype)
+                y = cast(x, self._dtype)
+                if _MASKS[0] and get_keras_mask(x) is not None:
+                    y._keras_mask = x._keras_mask
+                return y
             return x
         if isinstance(x, (list, tuple)) and x and any(
                 isinstance(e, (Tensor, np.ndarray, _sym.SymbolicTensor, list, tuple))
@@ -361,7 +432,10 @@ class Layer(Tracked):
         # 5. call
         _STACK.append((self, training))
         try:
-            outputs = self.call(*args, **kwargs)
+            if _MASKS[0] or "mask" in kwargs:
+                outputs = self._call_with_masks(args, kwargs)
+            else:
+                outputs = self.call(*args, **kwargs)
         except ValueError as e:
             if getattr(e, "_lk_layer", False):
                 raise
@@ -372,6 +446,53 @@ class Layer(Tracked):
             for out in _sym.flatten(outputs):  # Keras: penalty / batch size, per output
                 batch = max(out.shape[0], 1) if out.ndim else 1
                 self.add_loss(d["activity_regularizer"](out) / float(batch))
+        return outputs
+
+    # ---- masks (Keras semantics) -------------------------------------------------------
+    def compute_mask(self, inputs, mask=None):
+        """The mask(s) of this layer's outputs, given its inputs and their ``mask``.
+
+        The default passes the input mask through; layers that change the time axis or
+        create masks (``Embedding(mask_zero=True)``, ``Masking``, RNNs) override it.
+        """
+        return mask
+
+    def _call_with_masks(self, args: tuple, kwargs: dict):
+        """``call`` with Keras's mask protocol: a ``mask`` (or ``<arg>_mask``) argument
+        is filled from the masks attached to the inputs, and the masks given by
+        :meth:`compute_mask` are attached to outputs that have none."""
+        names, takes_mask, per_arg, passive = _mask_info(type(self))
+        if passive and len(args) == 1 and "mask" not in kwargs and isinstance(args[0], Tensor) \
+                and getattr(args[0], "_keras_mask", None) is None:
+            return self.call(*args, **kwargs)  # nothing to read, nothing to attach
+        bound = dict(zip(names, args))
+        bound.update(kwargs)
+        tensors = [k for k, v in bound.items() if k != "mask" and _has_tensor(v)]
+        if takes_mask and kwargs.get("mask") is None and len(tensors) == 1:
+            kwargs["mask"] = _masks_of(bound[tensors[0]])
+        elif len(tensors) > 1:
+            for k in tensors:
+                if k in per_arg and kwargs.get(per_arg[k]) is None:
+                    kwargs[per_arg[k]] = _masks_of(bound[k])
+        first = args[0] if args else bound.get(names[0]) if names else None
+        previous = kwargs.get("mask")
+        if previous is None:
+            previous = _masks_of(first)
+        outputs = self.call(*args, **kwargs)
+        if self.supports_masking:
+            flat = _sym.flatten(outputs)
+            if not all(get_keras_mask(t) is not None for t in flat):
+                masks = self.compute_mask(first, previous)
+                if masks is not None:
+                    for t, m in zip(flat, _sym.flatten(masks)):
+                        if m is not None and isinstance(t, Tensor) \
+                                and get_keras_mask(t) is None:
+                            set_keras_mask(t, m)
+        elif not takes_mask and any(m is not None for m in _sym.flatten(previous)):
+            # (a layer whose call takes `mask` consumed it: GlobalAveragePooling1D, ...)
+            warnings.warn(f"Layer '{self.name}' (of type {type(self).__name__}) was passed an "
+                          f"input with a mask attached to it, but it does not support masking "
+                          f"and drops the mask: later layers will not see it.", stacklevel=3)
         return outputs
 
     def _check_spec(self, x) -> None:
@@ -430,3 +551,20 @@ class Layer(Tracked):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+def layer_from_config(spec: dict) -> Layer:
+    """A new layer from ``{'class_name': ..., 'config': ...}`` (the class may be built in
+    or any defined Layer subclass); wrappers use it for the layers they hold.
+
+    Raises:
+        ValueError: no Layer subclass has that name.
+    """
+    name = spec["class_name"]
+    stack = [Layer]
+    while stack:
+        cls = stack.pop()
+        if cls.__name__ == name:
+            return cls.from_config(spec["config"])
+        stack.extend(cls.__subclasses__())
+    raise ValueError(f"unknown layer class {name!r} in config: define or import it first")

@@ -1,4 +1,5 @@
-"""Normalization layers: BatchNormalization, LayerNormalization."""
+"""Normalization layers: BatchNormalization, LayerNormalization, GroupNormalization,
+UnitNormalization."""
 from __future__ import annotations
 
 from layerkit import initializers, regularizers
@@ -6,9 +7,11 @@ from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
+from layerkit.ops import nn as _nn
 from layerkit.ops import reduce as _reduce
 
-__all__ = ["BatchNormalization", "LayerNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization",
+           "UnitNormalization"]
 
 
 def _axes(layer: Layer, axis, input_shape) -> tuple:
@@ -35,6 +38,7 @@ def _normalize(x, mean, var, epsilon: float, gamma, beta):
 
 class _Norm(Layer):
     _cast_int_inputs = True
+    supports_masking = True
 
     def __init__(self, axis=-1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
@@ -166,3 +170,115 @@ class LayerNormalization(_Norm):
         if self.gamma is not None:
             y = _ew.multiply(y, self._b(self.gamma))
         return _ew.add(y, self._b(self.beta)) if self.beta is not None else y
+
+
+class GroupNormalization(_Norm):
+    """Normalizes each sample over groups of channels (Wu & He, 2018): the ``axis``
+    channels split into ``groups`` groups, and each group is normalized over its channels
+    and every other non-batch axis; then ``* gamma + beta`` per channel.
+
+    ``groups=1`` is LayerNormalization over all non-batch axes; ``groups=-1`` (one group
+    per channel) is instance normalization.
+
+    Args:
+        groups: number of groups (default 32), a divisor of the channel count, or -1.
+        axis: the channel axis (default -1).
+        epsilon: added to the variance (default 1e-3).
+        center, scale, beta/gamma initializers, regularizers, constraints: as
+            :class:`LayerNormalization`.
+
+    Weights: ``gamma``, ``beta`` of shape (channels,).
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.layers.GroupNormalization(groups=2)(lk.ones((1, 5, 4))).shape
+        (1, 5, 4)
+    """
+
+    def __init__(self, groups: int = 32, axis: int = -1, epsilon: float = 1e-3,
+                 **kwargs) -> None:
+        if not isinstance(groups, int) or isinstance(groups, bool) or (
+                groups <= 0 and groups != -1):
+            raise ValueError(f"GroupNormalization: `groups` must be a positive integer (or -1 "
+                             f"for instance normalization); received groups={groups!r}")
+        if not isinstance(axis, int):
+            raise TypeError(f"GroupNormalization: `axis` must be an int; received {axis!r}")
+        super().__init__(axis=axis, epsilon=epsilon, **kwargs)
+        self.groups = groups
+
+    def build(self, input_shape) -> None:
+        rank = len(input_shape)
+        if not -rank <= self.axis < rank or self.axis % rank == 0:
+            raise ValueError(f"GroupNormalization '{self.name}': axis {self.axis} must be a "
+                             f"non-batch axis of the input; received shape "
+                             f"{tuple(input_shape)}")
+        dim = input_shape[self.axis]
+        if dim is None:
+            raise ValueError(f"GroupNormalization '{self.name}': axis {self.axis} of the input "
+                             f"must be known; received shape {tuple(input_shape)}")
+        if self.groups == -1:
+            self.groups = dim
+        if dim < self.groups or dim % self.groups:
+            raise ValueError(f"GroupNormalization '{self.name}': the {dim} channels on axis "
+                             f"{self.axis} cannot be split into groups={self.groups} equal "
+                             f"groups")
+        self._scale_offset(input_shape)
+
+    def call(self, inputs):
+        shape = inputs.shape
+        a = self._norm_axes[0]
+        grouped = shape[:a] + (self.groups, shape[a] // self.groups) + shape[a + 1:]
+        x = _array.reshape(inputs, grouped)
+        axes = tuple(i for i in range(1, len(grouped)) if i != a)
+        mean = _reduce.reduce_mean(x, axis=axes, keepdims=True)
+        centered = _ew.subtract(x, mean)
+        var = _reduce.reduce_mean(_ew.square(centered), axis=axes, keepdims=True)
+        y = _array.reshape(_ew.multiply(centered, _ew.rsqrt(_ew.add(var, self.epsilon))), shape)
+        if self.gamma is not None:
+            y = _ew.multiply(y, self._b(self.gamma))
+        return _ew.add(y, self._b(self.beta)) if self.beta is not None else y
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "groups": self.groups}
+
+
+class UnitNormalization(Layer):
+    """Scales each sample to unit L2 norm over ``axis``: ``x / sqrt(sum(x^2))`` (an
+    all-zero slice stays zero).
+
+    Args:
+        axis: an int or a list of axes (default -1).
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.layers.UnitNormalization()(lk.constant([[3.0, 4.0]])).numpy()
+        array([[0.6, 0.8]], dtype=float32)
+    """
+
+    _cast_int_inputs = True
+    supports_masking = True
+
+    def __init__(self, axis=-1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if isinstance(axis, (list, tuple)):
+            self.axis = [int(a) for a in axis]
+        elif isinstance(axis, int) and not isinstance(axis, bool):
+            self.axis = axis
+        else:
+            raise TypeError(f"UnitNormalization: `axis` must be an int or a list of ints; "
+                            f"received axis={axis!r}")
+
+    def call(self, inputs):
+        rank = inputs.ndim
+        axes = self.axis if isinstance(self.axis, list) else [self.axis]
+        if any(not -rank <= a < rank for a in axes):
+            raise ValueError(f"UnitNormalization '{self.name}': axis {self.axis} is out of "
+                             f"range for an input of shape {tuple(inputs.shape)}")
+        # Keras: x * min(rsqrt(sum(x^2)), 1 / 1e-12)
+        return _nn.l2_normalize(inputs, tuple(axes), epsilon=1e-24)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "axis": self.axis}

@@ -1,14 +1,17 @@
-"""Recurrent layers: RNN (loops any cell), SimpleRNN, LSTM, GRU, Bidirectional."""
+"""Recurrent layers: RNN (loops any cell), SimpleRNN, LSTM, GRU, Bidirectional, and the
+TimeDistributed wrapper."""
 from __future__ import annotations
 
+from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.layers.core import Activation, Dense, Embedding, Flatten
 from layerkit.layers.input_spec import InputSpec
-from layerkit.layers.layer import Layer
-from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell
+from layerkit.layers.layer import Layer, _mask_info, layer_from_config
+from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from layerkit.ops import array as _array
 from layerkit.ops import creation as _creation
 from layerkit.ops import elementwise as _ew
 
-__all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "Bidirectional"]
+__all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed"]
 
 _RNN_ARGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll",
              "name", "trainable", "dtype", "input_shape", "batch_input_shape", "input_dim",
@@ -20,35 +23,37 @@ def _sizes(cell) -> list:
     return list(s) if isinstance(s, (list, tuple)) else [s]
 
 
-def _layer_class(name: str) -> type:
-    """A Layer subclass by class name (built-in or user-defined), for from_config."""
-    stack = [Layer]
-    while stack:
-        cls = stack.pop()
-        if cls.__name__ == name:
-            return cls
-        stack.extend(cls.__subclasses__())
-    raise ValueError(f"unknown layer class {name!r} in config: define or import it first")
+def _first_mask(mask):
+    """The (batch, time) mask of the sequences (Keras: the first of a nested mask)."""
+    if isinstance(mask, (list, tuple)):
+        mask = flatten(mask)[0]
+    return mask
 
 
 class RNN(Layer):
     """Runs a cell over the time axis of ``(batch, time, features)`` inputs.
 
     Any object following the cell contract works: ``state_size``, and
-    ``call(inputs, states) -> (output, new_states)`` with ``states`` a list. The stock
-    ``SimpleRNNCell``, ``LSTMCell`` and ``GRUCell`` in their default form run the whole
-    sequence as one fused record (:mod:`layerkit.ops.rnn`: NumPy loops forward and
-    backward, no per-step eager ops); other cells and configurations loop step by step.
+    ``call(inputs, states) -> (output, new_states)`` with ``states`` a list. A list of
+    cells is stacked (:class:`StackedRNNCells`). The stock ``SimpleRNNCell``,
+    ``LSTMCell`` and ``GRUCell`` in their default form run the whole sequence as one
+    fused record (:mod:`layerkit.ops.rnn`: NumPy loops forward and backward, no per-step
+    eager ops); other cells, configurations and masked inputs loop step by step.
 
     Args:
-        cell: the cell (e.g. ``LSTMCell(32)`` or a user's own).
+        cell: the cell (e.g. ``LSTMCell(32)`` or a user's own), or a list of cells.
         return_sequences: return every step's output ``(batch, time, units)`` instead of
             the last one ``(batch, units)``.
-        return_state: also return the final states: ``[output, *states]``.
+        return_state: also return the final states: ``[output, *states]`` (for stacked
+            cells one entry per cell, each that cell's list of states, as Keras).
         go_backwards: process the sequence in reverse (and return reversed sequences).
+        zero_output_for_mask: with a mask, masked steps output zeros instead of the
+            previous step's output (``Bidirectional`` sets it when returning sequences).
 
     Call arguments: ``inputs``, ``initial_state`` (list of ``(batch, size)`` tensors),
-    ``training``.
+    ``mask`` (``(batch, time)`` booleans, usually attached to the inputs by
+    ``Embedding(mask_zero=True)`` or ``Masking``: a masked step leaves the states
+    unchanged and repeats the previous output), ``training``.
 
     Example:
         >>> import layerkit as lk
@@ -56,12 +61,15 @@ class RNN(Layer):
         (2, 4)
     """
 
+    supports_masking = True
+
     def __init__(self, cell, return_sequences: bool = False, return_state: bool = False,
                  go_backwards: bool = False, stateful: bool = False, unroll: bool = False,
-                 **kwargs) -> None:
-        for k in ("time_major", "zero_output_for_mask"):
-            kwargs.pop(k, None)
+                 zero_output_for_mask: bool = False, **kwargs) -> None:
+        kwargs.pop("time_major", None)
         super().__init__(**kwargs)
+        if isinstance(cell, (list, tuple)):
+            cell = StackedRNNCells(cell)
         if not callable(getattr(cell, "call", None)) or not hasattr(cell, "state_size"):
             raise ValueError(f"RNN: `cell` must have a `call(inputs, states)` method and a "
                              f"`state_size` attribute; received {cell!r}")
@@ -70,6 +78,7 @@ class RNN(Layer):
         self.cell = cell
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
         self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, unroll
+        self.zero_output_for_mask = bool(zero_output_for_mask)
         self.input_spec = InputSpec(min_ndim=3)
 
     def build(self, input_shape) -> None:
@@ -85,14 +94,18 @@ class RNN(Layer):
             return [_creation.zeros((batch, s), self._dtype) for s in _sizes(self.cell)]
         states = list(initial_state) if isinstance(initial_state, (list, tuple)) \
             else [initial_state]
-        want = [(batch, s) for s in _sizes(self.cell)]
-        got = [tuple(s.shape) for s in states]
+        sizes = _sizes(self.cell)
+        want = [(batch, s) for s in flatten(sizes)]
+        got = [tuple(s.shape) for s in flatten(states)]
         if got != want:
             raise ValueError(f"RNN '{self.name}': initial_state must be {len(want)} tensor(s) "
                              f"of shapes {want}; received shapes {got}")
-        return [self._convert(s) for s in states]
+        if len(states) != len(sizes):  # stacked cells: regroup a flat list per cell
+            states = pack_like(sizes, flatten(states))
+        return [pack_like(s, [self._convert(t) for t in flatten(s)])
+                if isinstance(s, (list, tuple)) else self._convert(s) for s in states]
 
-    def call(self, inputs, initial_state=None, training=None):
+    def call(self, inputs, initial_state=None, mask=None, training=None):
         cell = self.cell
         if inputs.shape[1] == 0:
             raise ValueError(f"RNN '{self.name}': the input has no time steps (shape "
@@ -102,8 +115,9 @@ class RNN(Layer):
             cell._call_accepts_training() else {}
         if hasattr(cell, "reset_dropout_mask"):
             cell.reset_dropout_mask()
+        mask = _first_mask(mask)
         # Stock cells in their default form run the whole sequence as one record.
-        fused = getattr(cell, "fused_sequence", None)
+        fused = getattr(cell, "fused_sequence", None) if mask is None else None
         fused = fused(inputs, states, self.go_backwards, training) if fused else None
         if fused is not None:
             seq, states = fused
@@ -116,6 +130,8 @@ class RNN(Layer):
             steps, step = _array.unstack(inputs, axis=1), cell.call
         if self.go_backwards:
             steps = steps[::-1]
+        if mask is not None:
+            return self._masked_loop(steps, step, states, mask, kw)
         outputs = []
         for x in steps:
             out, states = step(x, states, **kw)
@@ -124,9 +140,42 @@ class RNN(Layer):
         output = _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
         return [output] + states if self.return_state else output
 
+    def _masked_loop(self, steps: list, step, states: list, mask, kw: dict):
+        """The step loop where a masked step keeps the previous states, and outputs the
+        previous output (zeros before the first kept step), or zeros with
+        ``zero_output_for_mask`` (Keras's rule)."""
+        if tuple(mask.shape[:2]) != (steps[0].shape[0], len(steps)):
+            raise ValueError(f"RNN '{self.name}': the mask must have shape (batch, time) = "
+                             f"{(steps[0].shape[0], len(steps))}; received {tuple(mask.shape)}")
+        keep = _array.unstack(_array.expand_dims(_ew.cast(mask, "bool"), -1), axis=1)
+        if self.go_backwards:
+            keep = keep[::-1]
+        outputs, prev = [], None
+        for x, k in zip(steps, keep):
+            out, new = step(x, states, **kw)
+            new = list(new) if isinstance(new, (list, tuple)) else [new]
+            zero = _creation.zeros_like(out)
+            out = _ew.where(k, out, zero if prev is None or self.zero_output_for_mask else prev)
+            states = pack_like(new, [_ew.where(k, a, b) for a, b in
+                                     zip(flatten(new), flatten(states))])
+            outputs.append(out)
+            prev = out
+        output = _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
+        return [output] + states if self.return_state else output
+
+    def compute_mask(self, inputs, mask=None):
+        """The input mask for sequence outputs; None for the last output and states."""
+        mask = _first_mask(mask)
+        out = mask if self.return_sequences else None
+        if self.return_state:
+            return [out] + [None] * len(_sizes(self.cell))
+        return out
+
     def get_config(self) -> dict:
         config = {**super().get_config(), "return_sequences": self.return_sequences,
-                  "return_state": self.return_state, "go_backwards": self.go_backwards}
+                  "return_state": self.return_state, "go_backwards": self.go_backwards,
+                  "stateful": self.stateful, "unroll": self.unroll,
+                  "zero_output_for_mask": self.zero_output_for_mask}
         if type(self) is RNN:
             config["cell"] = {"class_name": type(self.cell).__name__,
                               "config": self.cell.get_config()}
@@ -137,7 +186,7 @@ class RNN(Layer):
         config = dict(config)
         cell = config.pop("cell", None)
         if isinstance(cell, dict):
-            cell = _layer_class(cell["class_name"]).from_config(cell["config"])
+            cell = layer_from_config(cell)
         return cls(cell, **config) if cell is not None else cls(**config)
 
 
@@ -213,7 +262,13 @@ class Bidirectional(Layer):
         backward_layer: optional explicit backward layer.
 
     Weights: the forward layer's, then the backward layer's (Keras order).
+
+    A mask (``(batch, time)``, e.g. from ``Embedding(mask_zero=True)``) goes to both
+    layers; when returning sequences, masked steps output zeros in both directions
+    (Keras sets ``zero_output_for_mask`` on them).
     """
+
+    supports_masking = True
 
     def __init__(self, layer, merge_mode: str | None = "concat", weights=None,
                  backward_layer=None, **kwargs) -> None:
@@ -229,6 +284,9 @@ class Bidirectional(Layer):
             self._clone(layer, "backward_", not layer.go_backwards)
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
+        for sub in (self.forward_layer, self.backward_layer):
+            if isinstance(sub, RNN):
+                sub.zero_output_for_mask = sub.return_sequences
         self._initial_weights = weights
 
     @staticmethod
@@ -244,13 +302,16 @@ class Bidirectional(Layer):
             self.set_weights(self._initial_weights)
             self._initial_weights = None
 
-    def call(self, inputs, initial_state=None, training=None):
+    def call(self, inputs, initial_state=None, mask=None, training=None):
         fwd_state = bwd_state = None
         if initial_state is not None:
             half = len(initial_state) // 2
             fwd_state, bwd_state = initial_state[:half], initial_state[half:]
-        y = self.forward_layer(inputs, initial_state=fwd_state, training=training)
-        y_rev = self.backward_layer(inputs, initial_state=bwd_state, training=training)
+        kw = {"training": training}
+        if mask is not None:
+            kw["mask"] = mask
+        y = self.forward_layer(inputs, initial_state=fwd_state, **kw)
+        y_rev = self.backward_layer(inputs, initial_state=bwd_state, **kw)
         states = []
         if self.return_state:
             states = list(y[1:]) + list(y_rev[1:])
@@ -271,6 +332,13 @@ class Bidirectional(Layer):
             return (out if isinstance(out, list) else [out]) + states
         return out
 
+    def compute_mask(self, inputs, mask=None):
+        """The input mask for sequence outputs (for both with ``merge_mode=None``)."""
+        mask = _first_mask(mask)
+        if not self.return_sequences:
+            return None
+        return [mask, mask] if self.merge_mode is None else mask
+
     def get_config(self) -> dict:
         layer = self.forward_layer
         inner = {**layer.get_config(), "name": layer.name[len("forward_"):]}
@@ -281,4 +349,79 @@ class Bidirectional(Layer):
     def from_config(cls, config: dict):
         config = dict(config)
         spec = config.pop("layer")
-        return cls(_layer_class(spec["class_name"]).from_config(spec["config"]), **config)
+        return cls(layer_from_config(spec), **config)
+
+
+# Layers whose output for a sample depends on that sample only and that draw nothing at
+# random: TimeDistributed runs them once on (batch * time, ...) instead of per step.
+_PER_SAMPLE = (Dense, Activation, Embedding, Flatten)
+
+
+class TimeDistributed(Layer):
+    """Applies ``layer`` to every time step: ``(batch, time, ...) -> (batch, time, ...)``.
+
+    As in Keras 3 the layer runs once per step (so a BatchNormalization sees each step's
+    batch, and a masked step gets its slice of the mask when the layer takes ``mask``);
+    layers that treat samples independently (Dense, Activation, Embedding, Flatten) run
+    once on all steps merged into the batch axis, which gives the same result faster.
+    The ``(batch, time)`` mask of the input passes to the output.
+
+    Args:
+        layer: the layer to apply (its weights are shared by all steps).
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.layers.TimeDistributed(lk.layers.Dense(4))(lk.ones((2, 5, 3))).shape
+        (2, 5, 4)
+    """
+
+    supports_masking = True
+
+    def __init__(self, layer, **kwargs) -> None:
+        if not isinstance(layer, Layer):
+            raise ValueError(f"TimeDistributed: `layer` must be a Layer instance; received "
+                             f"{layer!r}")
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def _check_rank(self, input_shape) -> None:
+        if not isinstance(input_shape, (list, tuple)) or len(input_shape) < 3 or \
+                isinstance(input_shape[0], (list, tuple)):
+            raise ValueError(f"TimeDistributed '{self.name}': the input must have at least 3 "
+                             f"dimensions (batch, time, ...); received shape {input_shape}")
+
+    def build(self, input_shape) -> None:
+        self._check_rank(input_shape)
+        if not self.layer.built:
+            self.layer.build((input_shape[0],) + tuple(input_shape[2:]))
+            self.layer.__dict__["built"] = True
+
+    def call(self, inputs, training=None, mask=None):
+        self._check_rank(tuple(inputs.shape))
+        shape = inputs.shape
+        b, t = shape[0], shape[1]
+        if mask is not None and tuple(mask.shape[:2]) != (b, t):
+            raise ValueError(f"TimeDistributed '{self.name}': the mask's first two dimensions "
+                             f"must be (batch, time) = {(b, t)}; received mask shape "
+                             f"{tuple(mask.shape)}")
+        layer = self.layer
+        takes_mask = _mask_info(type(layer))[1]
+        kw = {} if training is None else {"training": training}
+        if isinstance(layer, _PER_SAMPLE) and not (takes_mask and mask is not None):
+            y = layer(_array.reshape(inputs, (b * t,) + tuple(shape[2:])), **kw)
+            return _array.reshape(y, (b, t) + tuple(y.shape[1:]))
+        outs = []
+        for i in range(t):
+            if takes_mask and mask is not None:
+                kw["mask"] = mask[:, i]
+            outs.append(layer(inputs[:, i], **kw))
+        return _array.stack(outs, axis=1)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "layer": {"class_name": type(self.layer).__name__,
+                                                  "config": self.layer.get_config()}}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        config = dict(config)
+        return cls(layer_from_config(config.pop("layer")), **config)

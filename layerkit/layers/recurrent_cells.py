@@ -21,7 +21,7 @@ import numpy as np
 
 from layerkit import initializers, regularizers
 from layerkit.layers import activations
-from layerkit.layers.layer import Layer
+from layerkit.layers.layer import Layer, layer_from_config
 from layerkit.ops import array as _array
 from layerkit.ops import creation as _creation
 from layerkit.ops import elementwise as _ew
@@ -30,7 +30,7 @@ from layerkit.ops import nn as _nn
 from layerkit.ops import random as _random
 from layerkit.ops import rnn as _rnn
 
-__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
 
 
 class _Cell(Layer):
@@ -285,3 +285,100 @@ class GRUCell(_Cell):
 # The whole-sequence record of each stock cell (see ``_Cell.fused_sequence``).
 _SEQUENCE = {SimpleRNNCell: _rnn.simple_rnn_sequence, LSTMCell: _rnn.lstm_sequence,
              GRUCell: _rnn.gru_sequence}
+
+
+class StackedRNNCells(Layer):
+    """Cells run one after the other at each step, as one cell (``RNN([cell, ...])``).
+
+    Each cell's output is the next cell's input. ``state_size`` lists each cell's state
+    size, and the states are one entry per cell (that cell's list of states).
+
+    Args:
+        cells: the cells, first to last.
+
+    Weights: each cell's, in order (Keras).
+
+    Example:
+        >>> import layerkit as lk
+        >>> cells = [lk.layers.SimpleRNNCell(4), lk.layers.LSTMCell(3)]
+        >>> out, s1, s2 = lk.layers.RNN(cells, return_state=True)(lk.ones((2, 5, 6)))
+        >>> out.shape, [t.shape for t in s2]
+        ((2, 3), [(2, 3), (2, 3)])
+    """
+
+    def __init__(self, cells, **kwargs) -> None:
+        super().__init__(**kwargs)
+        cells = list(cells)
+        for cell in cells:
+            if not callable(getattr(cell, "call", None)) or not hasattr(cell, "state_size"):
+                raise ValueError(f"StackedRNNCells: every cell needs a `call(inputs, states)` "
+                                 f"method and a `state_size`; received {cell!r}")
+        if not cells:
+            raise ValueError("StackedRNNCells: `cells` is empty")
+        self.cells = cells
+
+    @property
+    def state_size(self) -> list:
+        return [c.state_size for c in self.cells]
+
+    @property
+    def output_size(self) -> int:
+        last = self.cells[-1]
+        size = getattr(last, "output_size", None)
+        if size is None:
+            size = last.state_size
+            size = size[0] if isinstance(size, (list, tuple)) else size
+        return size
+
+    def build(self, input_shape) -> None:
+        shape = tuple(input_shape)
+        for cell in self.cells:
+            if isinstance(cell, Layer) and not cell.built:
+                cell.build(shape)
+            size = getattr(cell, "output_size", None)
+            if size is None:
+                size = cell.state_size
+                size = size[0] if isinstance(size, (list, tuple)) else size
+            shape = (shape[0], size)
+
+    def get_initial_state(self, batch_size: int) -> list:
+        out = []
+        for cell in self.cells:
+            init = getattr(cell, "get_initial_state", None)
+            if init is not None:
+                out.append(init(batch_size))
+            elif isinstance(cell.state_size, (list, tuple)):
+                out.append([_creation.zeros((batch_size, d), self._dtype)
+                            for d in cell.state_size])
+            else:
+                out.append(_creation.zeros((batch_size, cell.state_size), self._dtype))
+        return out
+
+    def reset_dropout_mask(self) -> None:
+        """Forget every cell's dropout masks (the next sequence draws new ones)."""
+        for cell in self.cells:
+            if hasattr(cell, "reset_dropout_mask"):
+                cell.reset_dropout_mask()
+
+    def call(self, inputs, states, training=None):
+        new_states = []
+        for cell, state in zip(self.cells, states):
+            is_list = isinstance(state, (list, tuple))
+            state = list(state) if is_list else [state]
+            kw = {"training": training} if isinstance(cell, Layer) and \
+                cell._call_accepts_training() else {}
+            inputs, state = cell.call(inputs, state, **kw)
+            state = list(state) if isinstance(state, (list, tuple)) else [state]
+            new_states.append(state if is_list or len(state) != 1 else state[0])
+        return inputs, new_states
+
+    def get_config(self) -> dict:
+        return {**super().get_config(),
+                "cells": [{"class_name": type(c).__name__, "config": c.get_config()}
+                          for c in self.cells]}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        config = dict(config)
+        cells = [layer_from_config(c) for c in config.pop("cells")]
+        return cls(cells, **config)

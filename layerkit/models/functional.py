@@ -13,6 +13,7 @@ import numpy as np
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.layers.layer import set_keras_mask
 from layerkit.layers.symbolic import SymbolicTensor, map_structure
 
 __all__ = ["Input", "Graph"]
@@ -182,12 +183,14 @@ class Graph:
                 f"incompatible: expected shape {spec.shape}, received {shape}"
             )
 
-    def run(self, inputs):
+    def run(self, inputs, mask=None):
         """Replay the graph on concrete ``inputs`` (same structure as the model inputs).
 
-        Layers inherit ``training`` from the enclosing model call.
+        Layers inherit ``training`` from the enclosing model call. ``mask`` (one per
+        input, or None) is attached to the inputs as Keras masks.
         """
         values = self._match_inputs(inputs)
+        masks = [None] * len(values) if mask is None else flatten(mask)
         memo = {}
         for i, (sym, v) in enumerate(zip(self.flat_inputs, values)):
             if not isinstance(v, Tensor):
@@ -196,6 +199,9 @@ class Graph:
                     v = v.astype(sym.dtype)
                 v = wrap(v)
             self.check_input(i, v)
+            if i < len(masks) and masks[i] is not None and masks[i] is not \
+                    getattr(v, "_keras_mask", None):
+                set_keras_mask(v, masks[i])
             memo[id(sym)] = v
 
         def lookup(x):

@@ -204,7 +204,7 @@ class Model(Layer):
     def call(self, inputs, training=None, mask=None):
         """Run the model (functional models replay their graph; subclasses override)."""
         if self._graph is not None:
-            return self._graph.run(inputs)
+            return self._graph.run(inputs, mask)
         raise NotImplementedError(
             f"model '{self.name}' ({type(self).__name__}) must implement call(inputs); "
             f"subclasses of lk.Model define their forward pass there"

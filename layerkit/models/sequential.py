@@ -1,9 +1,12 @@
 """``lk.Sequential``: a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit.layers.core import InputLayer
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.models.model import Model
@@ -47,12 +50,14 @@ class Sequential(Model):
         return {f"layer-{i}": layer for i, layer in enumerate(self._stack)}
 
     def add(self, layer) -> None:
-        """Append a layer (or set the input shape with ``lk.Input``).
+        """Append a layer (or set the input shape with ``lk.Input`` or an ``InputLayer``).
 
         Raises:
             TypeError: not a Layer or an ``lk.Input`` tensor.
-            ValueError: an ``lk.Input`` after layers were added.
+            ValueError: an ``lk.Input`` or ``InputLayer`` after layers were added.
         """
+        if isinstance(layer, InputLayer):  # Keras: Sequential([InputLayer(shape=...), ...])
+            layer = layer.output
         if isinstance(layer, SymbolicTensor):
             if self._stack:
                 raise ValueError(f"Sequential '{self.name}': lk.Input must come first, before "
@@ -152,7 +157,8 @@ class Sequential(Model):
 
         Args:
             config: the dict from ``get_config``.
-            custom_objects: ``{class_name: class}`` for layers not in ``lk.layers``.
+            custom_objects: ``{class_name: class}`` for layers not in ``lk.layers`` (and
+                ``{name: function}`` for the functions of ``Lambda`` layers).
 
         Raises:
             ValueError: a layer class that is neither built in nor in custom_objects.
@@ -173,5 +179,7 @@ class Sequential(Model):
             if not (isinstance(layer_cls, type) and issubclass(layer_cls, Layer)):
                 raise ValueError(f"Sequential.from_config: unknown layer class {name!r}; pass "
                                  f"it as custom_objects={{{name!r}: cls}}")
-            model.add(layer_cls.from_config(spec["config"]))
+            takes = "custom_objects" in inspect.signature(layer_cls.from_config).parameters
+            model.add(layer_cls.from_config(spec["config"], custom_objects=custom_objects)
+                      if takes else layer_cls.from_config(spec["config"]))
         return model

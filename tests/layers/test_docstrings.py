@@ -7,6 +7,9 @@ import pytest
 MODULES = ["layerkit.layers", "layerkit.layers.layer", "layerkit.layers.core",
            "layerkit.layers.conv", "layerkit.layers.pooling", "layerkit.layers.normalization",
            "layerkit.layers.merge", "layerkit.layers.recurrent", "layerkit.layers.attention",
+           "layerkit.layers.activation_layers", "layerkit.layers.masking",
+           "layerkit.layers.reshaping", "layerkit.layers.regularization",
+           "layerkit.layers.recurrent_cells",
            "layerkit.initializers", "layerkit.regularizers"]
 
 

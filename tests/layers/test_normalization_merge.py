@@ -77,6 +77,8 @@ def test_add_and_concatenate():
         Add(name="add_x")([a, c])
     with pytest.raises(ValueError, match=r"Concatenate.*axis 0.*\(2, 3\), \(2, 5\)"):
         Concatenate(axis=0)([a, c])
-    with pytest.raises(ValueError, match="list of at least 2"):
-        Add()([a])
+    # Keras 3: a one-tensor list is allowed (the tensor itself); a bare tensor is not
+    np.testing.assert_array_equal(Add()([a]).numpy(), a)
+    with pytest.raises(ValueError, match="must be called on a list"):
+        Add()(a)
     assert Concatenate(axis=1).get_config()["axis"] == 1
