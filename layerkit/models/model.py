@@ -787,11 +787,10 @@ class Model(Layer):
         """
         import os
 
-        from layerkit.checkpoint.checkpoint import Checkpoint, _restore
-        from layerkit.checkpoint.format import CheckpointReader
+        from layerkit.checkpoint.checkpoint import Checkpoint, restore_file
 
-        with CheckpointReader(os.fspath(filepath)) as reader:
-            status = _restore(Checkpoint(model=self), reader, skip_mismatch=skip_mismatch)
+        status = restore_file(Checkpoint(model=self), filepath, skip_mismatch=skip_mismatch,
+                              park_unknown=False)
         if not skip_mismatch and self.built:
             try:
                 status.assert_existing_objects_matched()
