@@ -514,6 +514,12 @@ class CheckpointReader:
     def close(self) -> None:
         self._f.close()
 
+    def __del__(self) -> None:
+        # A reader kept open for lazily restored values closes when they are gone.
+        f = self.__dict__.get("_f")
+        if f is not None:
+            f.close()
+
     def __enter__(self) -> CheckpointReader:
         return self
 

@@ -170,26 +170,37 @@ def settle(owner) -> None:
     pending = _pending(owner)
     if not pending:
         return
+    kids = own = None   # computed once per call: a model being built settles often
     for (segs, name), record in list(pending.items()):
         if pending.get((segs, name)) is not record:
             continue   # handled meanwhile (re-entrant settle)
         obj, depth = owner, 0
-        while depth < len(segs):
-            child = children(obj).get(segs[depth])
+        if segs:
+            kids = children(owner) if kids is None else kids
+            child = kids.get(segs[0])
             if child is None or isinstance(child, Variable):
-                break
-            obj, depth = child, depth + 1
+                continue
+            obj, depth = child, 1
+            while depth < len(segs):
+                child = children(obj).get(segs[depth])
+                if child is None or isinstance(child, Variable):
+                    break
+                obj, depth = child, depth + 1
         rest = segs[depth:]
         if rest or name is STATE:
             if rest and depth and can_park(obj):   # deeper than before: move it down
                 del pending[(segs, name)]
                 park(obj, rest, name, record)
-            elif not rest and has_state(obj):
+            elif not rest and depth and has_state(obj):
                 del pending[(segs, name)]
                 set_state(obj, record.get())
                 record.finish(name)
             continue
-        var = own_variables(obj).get(name)
+        if obj is owner:
+            own = own_variables(owner) if own is None else own
+            var = own.get(name)
+        else:
+            var = own_variables(obj).get(name)
         if var is not None:
             _assign(record, var)
             del pending[(segs, name)]
