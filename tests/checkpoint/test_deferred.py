@@ -51,6 +51,18 @@ def test_nested_checkpoint_restores_like_tensorflow(tmp_path):
         status.assert_consumed()   # the kernel, step and optimizer were not used
 
 
+def test_restore_into_one_nested_checkpoint(tmp_path):
+    dense = lk.layers.Dense(2)
+    dense(X)
+    dense.bias.assign(np.array([1.5, -2.5], np.float32))
+    path = Checkpoint(net=dense).write(tmp_path / "d")
+    bias = _zeros(2)
+    status = Checkpoint(net=Checkpoint(bias=bias)).restore(path)
+    status.assert_existing_objects_matched()
+    assert bias.numpy().tolist() == [1.5, -2.5]
+    assert status.missing == [] and status.pending == ["net/kernel"]   # may be attached later
+
+
 def test_nested_checkpoint_counter_is_restored_when_saved(tmp_path):
     inner = Checkpoint(v=_var(1.0))
     inner.save(tmp_path / "inner")
