@@ -341,6 +341,7 @@ def children(obj) -> dict:
 
 
 def variables(obj) -> dict:
+    """``obj``'s own variables by name (``_checkpoint_variables()``; empty if none)."""
     fn = getattr(obj, "_checkpoint_variables", None)
     return dict(fn()) if fn is not None else {}
 
@@ -360,10 +361,12 @@ def has_state(obj) -> bool:
 
 
 def get_state(obj):
+    """``obj``'s non-variable state (``_checkpoint_state()`` or ``get_state()``)."""
     fn = getattr(obj, "_checkpoint_state", None) or getattr(obj, "get_state", None)
     return fn() if fn is not None else None
 
 
 def set_state(obj, state) -> None:
+    """Give ``obj`` back a state from :func:`get_state`."""
     fn = getattr(obj, "_restore_checkpoint_state", None) or obj.set_state
     fn(state)
