@@ -84,6 +84,15 @@ class _Random(Initializer):
     def _rng(self) -> np.random.Generator:
         return _random.rng_for(self.seed)
 
+    def _float_dtype(self, dtype) -> np.dtype:
+        # As in Keras: random draws need a float dtype (cast to int they would be mostly
+        # zeros, a silently useless weight).
+        d = _dtype(dtype)
+        if d.kind != "f":
+            raise ValueError(f"{type(self).__name__} draws random floats and needs a "
+                             f"floating-point dtype, received dtype={d.name}")
+        return d
+
     def get_config(self) -> dict:
         return {"seed": self.seed}
 
@@ -96,8 +105,9 @@ class RandomNormal(_Random):
         self.mean, self.stddev = mean, stddev
 
     def __call__(self, shape, dtype=None) -> np.ndarray:
+        dtype = self._float_dtype(dtype)
         a = self._rng().normal(self.mean, self.stddev, tuple(shape))
-        return a.astype(_dtype(dtype))
+        return a.astype(dtype)
 
     def get_config(self) -> dict:
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -111,8 +121,9 @@ class RandomUniform(_Random):
         self.minval, self.maxval = minval, maxval
 
     def __call__(self, shape, dtype=None) -> np.ndarray:
+        dtype = self._float_dtype(dtype)
         a = self._rng().uniform(self.minval, self.maxval, tuple(shape))
-        return a.astype(_dtype(dtype))
+        return a.astype(dtype)
 
     def get_config(self) -> dict:
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
@@ -136,8 +147,9 @@ class TruncatedNormal(_Random):
         self.mean, self.stddev = mean, stddev
 
     def __call__(self, shape, dtype=None) -> np.ndarray:
+        dtype = self._float_dtype(dtype)
         a = self.mean + _truncated(self._rng(), tuple(shape), self.stddev)
-        return a.astype(_dtype(dtype))
+        return a.astype(dtype)
 
     def get_config(self) -> dict:
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
@@ -178,6 +190,7 @@ class VarianceScaling(_Random):
         self.scale, self.mode, self.distribution = scale, mode, distribution
 
     def __call__(self, shape, dtype=None) -> np.ndarray:
+        dtype = self._float_dtype(dtype)
         shape = tuple(shape)
         fan_in, fan_out = compute_fans(shape)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
@@ -191,7 +204,7 @@ class VarianceScaling(_Random):
         else:
             limit = math.sqrt(3.0 * var)
             a = rng.uniform(-limit, limit, shape)
-        return a.astype(_dtype(dtype))
+        return a.astype(dtype)
 
     def get_config(self) -> dict:
         return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
@@ -230,6 +243,7 @@ class Orthogonal(_Random):
         self.gain = gain
 
     def __call__(self, shape, dtype=None) -> np.ndarray:
+        dtype = self._float_dtype(dtype)
         shape = tuple(shape)
         if len(shape) < 2:
             raise ValueError(f"Orthogonal initializer needs a shape of rank >= 2, received "
@@ -240,7 +254,7 @@ class Orthogonal(_Random):
         q = q * np.sign(np.diag(r))  # makes the distribution uniform (Haar)
         if rows < cols:
             q = q.T
-        return (self.gain * q).reshape(shape).astype(_dtype(dtype))
+        return (self.gain * q).reshape(shape).astype(dtype)
 
     def get_config(self) -> dict:
         return {"gain": self.gain, "seed": self.seed}

@@ -40,6 +40,15 @@ def keep_reads(var: Variable) -> None:
                     fn(var, snap)
 
 
+def _numeric(a: np.ndarray, name: str, what: str) -> np.ndarray:
+    # An object array (None or arbitrary objects inside) is not a value: casting it
+    # would store NaN for None, or fail later far from the cause.
+    if a.dtype.kind == "O":
+        raise TypeError(f"Variable '{name}': cannot {what} an array of Python objects "
+                        f"(dtype object, e.g. containing None); expected numbers")
+    return a
+
+
 class Variable(Tensor):
     """A mutable tensor, usable wherever a Tensor is.
 
@@ -66,7 +75,7 @@ class Variable(Tensor):
                  dtype=None) -> None:
         if callable(initial_value):
             initial_value = initial_value()
-        a = to_array(initial_value, as_dtype(dtype))
+        a = _numeric(to_array(initial_value, as_dtype(dtype)), name or "Variable", "hold")
         super().__init__(np.array(a, copy=True))
         self._name = name or "Variable"
         self._trainable = bool(trainable)
@@ -103,7 +112,7 @@ class Variable(Tensor):
         return self.value()
 
     def _checked(self, value, what: str) -> np.ndarray:
-        a = to_array(value)
+        a = _numeric(to_array(value), self._name, what)
         if a.shape != self._v.shape:
             raise ValueError(
                 f"Variable '{self._name}': cannot {what} a value of shape {a.shape}; "

@@ -4,17 +4,25 @@ A checkpoint walks its objects through the trackable protocol (see ``trackable.p
 named children, own variables, and non-variable state. Every variable is stored under
 its path (``model/dense/kernel``, ``optimizer/m/0``), so a model rebuilt by the same
 code restores whatever order its variables were created in. Restores read and verify
-everything before assigning anything; values for variables that do not exist yet are
-parked on their owner (:func:`trackable.defer`) and applied when it creates them.
+everything before assigning anything; values for things that do not exist yet are
+parked on the nearest existing object along their path and applied when they appear
+(see ``trackable.py``: variables created later, layers built later, lists filled later).
+
+Checkpoint files are untrusted input: the object graph in a file's manifest is checked
+in full (types, paths, references into the data area) and anything malformed raises a
+:class:`CheckpointError` naming the file, before anything is assigned.
 """
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import warnings
+import weakref
 
 import numpy as np
 
+from layerkit._core.atomic import remove_stale_temps
 from layerkit._core.context import RECORDERS
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
@@ -42,14 +50,6 @@ def _is_variable(x) -> bool:
 def _is_trackable(x) -> bool:
     return (_is_variable(x) or isinstance(x, (list, tuple, dict)) or trackable.has_state(x)
             or hasattr(x, "_checkpoint_children") or hasattr(x, "_checkpoint_variables"))
-
-
-def _children(obj) -> dict:
-    if isinstance(obj, dict):
-        return {str(k): v for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return {str(i): v for i, v in enumerate(obj)}
-    return trackable.children(obj)
 
 
 def _key(segs: tuple, name: str | None = None) -> str:
@@ -80,7 +80,7 @@ class _Graph:
             for name, var in trackable.variables(obj).items():
                 self._add_var(segs, str(name), var)
             later = []
-            for name, child in _children(obj).items():
+            for name, child in trackable.children(obj).items():
                 if child is None:
                     continue
                 if _is_variable(child):
@@ -99,6 +99,20 @@ class _Graph:
             raise TypeError(f"Checkpoint: '{_key(segs, name)}' is listed as a variable but is "
                             f"a {type(var).__name__}, not an lk.Variable")
         self.variables[(segs, name)] = var
+
+    def park_site(self, segs: tuple) -> tuple:
+        """``(object, rest)``: the deepest existing object along ``segs`` that can hold
+        parked values, and the path from it to ``segs``."""
+        for i in range(len(segs), -1, -1):
+            obj = self.objects.get(segs[:i])
+            if obj is not None and trackable.can_park(obj):
+                return obj, segs[i:]
+        return None, segs
+
+    def is_nested_save_counter(self, segs: tuple, name: str) -> bool:
+        # A Checkpoint tracked by another one has its own save counter, which TensorFlow
+        # creates only when that checkpoint itself saves: never "missing" from a file.
+        return name == "save_counter" and isinstance(self.objects.get(segs), Checkpoint)
 
 
 # ---- non-variable state: JSON with arrays stored in the data area ---------------------------
@@ -136,28 +150,59 @@ def _encode(value, arrays: list, where: str):
         f"Tensors")
 
 
+class _BadState(ValueError):
+    """A state in a manifest that :func:`_encode` cannot have written."""
+
+
+def _array_ref(body, arrays: list, tag: str) -> np.ndarray:
+    if type(body) is not int or not 0 <= body < len(arrays):
+        raise _BadState(f"{{{tag!r}: {body!r:.40}}} does not refer to one of its "
+                        f"{len(arrays)} stored array(s)")
+    return arrays[body]
+
+
 def _decode(value, arrays: list):
+    """The inverse of :func:`_encode`; raises :class:`_BadState` for anything it could
+    not have produced (and RecursionError for absurd nesting)."""
     if isinstance(value, list):
         return [_decode(v, arrays) for v in value]
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
         (tag, body), = value.items()
-        if tag == "__ndarray__":
-            return arrays[body]
-        if tag == "__tensor__":
-            return Tensor(arrays[body])
+        if tag in ("__ndarray__", "__tensor__"):
+            a = _array_ref(body, arrays, tag)
+            return a if tag == "__ndarray__" else Tensor(a)
         if tag == "__npscalar__":
-            return arrays[body][()]
+            a = _array_ref(body, arrays, tag)
+            if a.ndim:
+                raise _BadState(f"{{'__npscalar__': {body}}} refers to an array of shape "
+                                f"{a.shape}, not a scalar")
+            return a[()]
         if tag == "__bytes__":
-            return base64.b64decode(body)
+            try:
+                return base64.b64decode(body, validate=True)
+            except (TypeError, ValueError, binascii.Error):
+                raise _BadState(f"{{'__bytes__': {body!r:.40}}} is not base64 text") from None
         if tag == "__tuple__":
+            if not isinstance(body, list):
+                raise _BadState(f"'__tuple__' holds a {type(body).__name__}, not a list")
             return tuple(_decode(v, arrays) for v in body)
         if tag == "__dict__":
+            if not isinstance(body, list):
+                raise _BadState(f"'__dict__' holds a {type(body).__name__}, not a list")
             out = {}
-            for k, v in body:
-                k = _decode(k, arrays)
-                out[tuple(k) if isinstance(k, list) else k] = _decode(v, arrays)
+            for item in body:
+                if not isinstance(item, list) or len(item) != 2:
+                    raise _BadState(f"a '__dict__' item is {item!r:.40}, not a [key, value] "
+                                    f"pair")
+                k = _decode(item[0], arrays)
+                k = tuple(k) if isinstance(k, list) else k
+                try:
+                    out[k] = _decode(item[1], arrays)
+                except TypeError:
+                    raise _BadState(f"a '__dict__' key is a {type(k).__name__}, which "
+                                    f"cannot be a dict key") from None
             return out
     return {k: _decode(v, arrays) for k, v in value.items()}
 
@@ -172,28 +217,36 @@ class CheckpointLoadStatus:
 
     Attributes:
         path: the file restored from (None for ``restore(None)``).
-        matched: paths assigned from the file (variables and object states).
+        matched: paths assigned from the file (variables and object states), including
+            values applied later, when their variable or object appeared.
         missing: paths of existing variables/stateful objects the file has no value for.
-        unexpected: paths in the file whose object does not exist in the live graph.
-        pending: deferred paths still waiting for their variable to be created.
+        unexpected: paths in the file whose object does not exist in the live graph (yet:
+            they are applied if it is attached later, e.g. a list filled after restore).
+        pending: paths waiting for their variable to be created by an existing object
+            (an unbuilt layer, optimizer slots before the first step).
     """
 
     def __init__(self, path, matched, missing, unexpected) -> None:
         self.path = path
         self.matched = list(matched)
         self.missing = list(missing)
-        self.unexpected = list(unexpected)
-        self._pending: dict[str, bool] = {}
+        self._unexpected = list(unexpected)
+        self._parked: dict[str, trackable.Parked] = {}
         self._expect_partial = False
         self._checked = False
+        self._lazy = False
 
     @property
     def pending(self) -> list:
-        return [k for k, waiting in self._pending.items() if waiting]
+        return [k for k, r in self._parked.items() if r.exact and not r.done]
+
+    @property
+    def unexpected(self) -> list:
+        return self._unexpected + [k for k, r in self._parked.items()
+                                   if not r.exact and not r.done]
 
     def _deferred_applied(self, key: str) -> None:
-        if key in self._pending:
-            self._pending[key] = False
+        if key in self._parked:
             self.matched.append(key)
 
     def report(self) -> str:
@@ -251,11 +304,14 @@ class CheckpointLoadStatus:
                 f"pending={len(self.pending)}>")
 
     def __del__(self) -> None:
-        if self.unexpected and not (self._expect_partial or self._checked) and warnings:
+        if self._expect_partial or self._checked or not warnings:
+            return
+        unused = self.unexpected
+        if unused:
             warnings.warn(
-                f"Checkpoint restore from '{self.path}' left {len(self.unexpected)} value(s) "
-                f"unused: {', '.join(self.unexpected[:10])}"
-                f"{' ...' if len(self.unexpected) > 10 else ''}. Call expect_partial() on "
+                f"Checkpoint restore from '{self.path}' left {len(unused)} value(s) "
+                f"unused: {', '.join(unused[:10])}"
+                f"{' ...' if len(unused) > 10 else ''}. Call expect_partial() on "
                 f"the status if this is intended.", UserWarning, stacklevel=2)
 
 
@@ -350,9 +406,11 @@ class Checkpoint:
                 f"Checkpoint: '{name}' is a {type(value).__name__}, which cannot be "
                 f"checkpointed (expected a Variable, Layer, Model, optimizer, an object with "
                 f"get_state()/set_state(), a Checkpoint, or a list/dict of them)")
+        value = trackable.track(value, self)   # lists/dicts report what is added later
         if _is_variable(value):   # a value restored before this variable was attached
             trackable.apply_deferred(self, name, value)
         self._objects[name] = value
+        trackable.settle(self)   # values restored before this object was attached
 
     def __getattr__(self, name: str):
         objects = self.__dict__.get("_objects", {})
@@ -420,6 +478,11 @@ class Checkpoint:
         return path
 
     def _save_numbered(self, file_prefix, number) -> str:
+        # Temporary files left by killed saves of earlier numbers are never rewritten by
+        # a later save of the same name: clean up after dead writers of this prefix.
+        directory, prefix = os.path.split(os.path.abspath(os.fspath(file_prefix)))
+        if os.path.isdir(directory):
+            remove_stale_temps(directory, _index.checkpoint_name_re(prefix).fullmatch)
         self._save_counter.assign_add(np.int64(1))
         n = int(self._save_counter._v) if number is None else int(number)
         try:
@@ -460,39 +523,121 @@ class Checkpoint:
 
     def read(self, save_path) -> CheckpointLoadStatus:
         """Restore from one checkpoint file (see :meth:`restore`)."""
-        save_path = os.fspath(save_path)
-        with CheckpointReader(save_path) as reader:
-            return _restore(self, reader)
+        return restore_file(self, save_path)
 
     def __repr__(self) -> str:
         return f"<Checkpoint {sorted(self._objects)} save_counter={int(self._save_counter._v)}>"
 
 
-def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False
-             ) -> CheckpointLoadStatus:
-    """Restore ``root``'s object graph from ``reader``. With ``skip_mismatch``
-    (``Model.load_weights``), variables whose shape or dtype differ from the file's keep
-    their values, with a warning, instead of failing the whole restore."""
-    path = reader.path
-    meta = reader.meta
+def _segs(path, where: str, entry) -> tuple:
+    segs = entry.get("object")
+    if not isinstance(segs, list) or not all(isinstance(x, str) for x in segs):
+        raise CheckpointError(path, f"the object graph in the manifest is malformed: "
+                                    f"'{where:.200}' has no valid 'object' path (a list of "
+                                    f"strings), it has {segs!r:.60}")
+    return tuple(segs)
+
+
+def _parse_graph(reader: CheckpointReader) -> tuple:
+    """``(variables, states)`` of the object graph in ``reader``'s manifest, validated.
+
+    ``variables`` maps each tensor key to ``(object path, name)``; ``states`` maps each
+    object path key to ``(object path, encoded value, [tensor keys])``.
+    """
+    path, meta = reader.path, reader.meta
     if not isinstance(meta, dict) or meta.get("kind") != _META_KIND:
         raise CheckpointError(path, "holds arrays but no layerkit object graph (not written "
                                     "by lk.Checkpoint)")
-    try:
-        saved_vars = {k: (tuple(v["object"]), v["name"]) for k, v in meta["variables"].items()}
-        saved_states = {k: (tuple(v["object"]), v["value"], list(v["arrays"]))
-                        for k, v in meta["states"].items()}
-    except (KeyError, TypeError, AttributeError) as e:
-        raise CheckpointError(path, f"the object graph in the manifest is malformed ({e!r})") \
-            from None
+    variables, states = meta.get("variables"), meta.get("states")
+    if not isinstance(variables, dict) or not isinstance(states, dict):
+        raise CheckpointError(path, "the object graph in the manifest is malformed: "
+                                    "'variables' and 'states' must be objects")
+    saved_vars, saved_states = {}, {}
+    for key, v in variables.items():
+        if not isinstance(v, dict) or not isinstance(v.get("name"), str):
+            raise CheckpointError(path, f"the object graph in the manifest is malformed: "
+                                        f"variable '{key:.200}' has no 'name' string")
+        segs = _segs(path, key, v)
+        if _key(segs, v["name"]) != key:
+            raise CheckpointError(path, f"the object graph in the manifest is malformed: "
+                                        f"variable '{key:.200}' claims the path "
+                                        f"'{_key(segs, v['name']):.200}'")
+        saved_vars[key] = (segs, v["name"])
+    for where, v in states.items():
+        if not isinstance(v, dict) or "value" not in v:
+            raise CheckpointError(path, f"the object graph in the manifest is malformed: "
+                                        f"state '{where:.200}' has no 'value'")
+        segs = _segs(path, where, v)
+        keys = v.get("arrays")
+        if (_key(segs) or "<root>") != where or not isinstance(keys, list) \
+                or not all(isinstance(k, str) for k in keys):
+            raise CheckpointError(path, f"the object graph in the manifest is malformed: "
+                                        f"state '{where:.200}' has a wrong path or 'arrays' "
+                                        f"list")
+        saved_states[where] = (segs, v["value"], keys)
     for k in list(saved_vars) + [a for s in saved_states.values() for a in s[2]]:
         if k not in reader:
-            raise CheckpointError(path, f"the object graph refers to tensor '{k}', which the "
-                                        f"file does not contain")
+            raise CheckpointError(path, f"the object graph refers to tensor '{k:.200}', which "
+                                        f"the file does not contain")
+    return saved_vars, saved_states
+
+
+def _decode_state(path: str, where: str, value, arrays: list):
+    try:
+        return _decode(value, arrays)
+    except _BadState as e:
+        raise CheckpointError(path, f"the state of '{where:.200}' in the manifest is "
+                                    f"malformed: {e}") from None
+    except RecursionError:
+        raise CheckpointError(path, f"the state of '{where:.200}' in the manifest is "
+                                    f"nested too deeply") from None
+
+
+def restore_file(root, save_path, skip_mismatch: bool = False, park_unknown: bool = True
+                 ) -> CheckpointLoadStatus:
+    """Open ``save_path`` and restore ``root`` from it (see :func:`_restore`).
+
+    The file stays open only while values for objects that do not exist yet are parked
+    for later (they are read when those objects are attached); otherwise it is closed.
+    """
+    reader = CheckpointReader(os.fspath(save_path))
+    status = None
+    try:
+        status = _restore(root, reader, skip_mismatch, park_unknown)
+    finally:
+        if status is None or not status._lazy:
+            reader.close()
+    return status
+
+
+def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False,
+             park_unknown: bool = True) -> CheckpointLoadStatus:
+    """Restore ``root``'s object graph from ``reader``.
+
+    With ``skip_mismatch`` (``Model.load_weights``), variables whose shape or dtype
+    differ from the file's keep their values, with a warning, instead of failing the
+    whole restore. With ``park_unknown``, values under names the root does not track
+    at all are kept (read lazily from the still-open file) in case such an object is
+    attached later; ``status._lazy`` then says the reader must stay open.
+    """
+    path = reader.path
+    saved_vars, saved_states = _parse_graph(reader)
     graph = _Graph(root)
 
     # ---- 1. match by path; check shapes and dtypes before reading anything ----
-    assign, defer, unexpected, problems = {}, {}, [], []
+    # park: key -> (site, rest, name or STATE, how) with how "read" (the value is read
+    # now) or "lazy" (read when applied: values under a name the root does not track).
+    assign, park, unexpected, problems = {}, {}, [], []
+
+    def park_or_drop(key: str, segs: tuple, name) -> None:
+        site, rest = graph.park_site(segs)
+        lazy = bool(segs) and segs[:1] not in graph.objects
+        if site is None or (name is trackable.STATE and not rest) or (
+                lazy and not park_unknown):
+            unexpected.append(key)
+        else:
+            park[key] = (site, rest, name, "lazy" if lazy else "read")
+
     for key, (segs, name) in saved_vars.items():
         var = graph.variables.get((segs, name))
         if var is not None:
@@ -502,10 +647,8 @@ def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False
                                 f"variable is {np.dtype(var.dtype).name} {tuple(var.shape)}")
             else:
                 assign[key] = var
-        elif segs in graph.objects and hasattr(graph.objects[segs], "__dict__"):
-            defer[key] = (graph.objects[segs], name)
         else:
-            unexpected.append(key)
+            park_or_drop(key, segs, name)
     if problems and skip_mismatch:
         warnings.warn(f"checkpoint '{path}': skipped {len(problems)} variable(s) whose "
                       f"shape/dtype differ:\n  " + "\n  ".join(problems), stacklevel=3)
@@ -516,21 +659,32 @@ def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False
     for where, (segs, value, keys) in saved_states.items():
         if segs in graph.stateful:
             set_states[where] = (graph.stateful[segs], value, keys)
+        elif segs in graph.objects:
+            unexpected.append(where)   # the object exists but keeps no state
         else:
-            unexpected.append(where)
+            park_or_drop(where, segs, trackable.STATE)
     saved_var_ids = {(segs, name) for segs, name in saved_vars.values()}
     missing = [_key(segs, name) for (segs, name) in graph.variables
-               if (segs, name) not in saved_var_ids and (segs, name) != ((), "save_counter")]
+               if (segs, name) not in saved_var_ids and (segs, name) != ((), "save_counter")
+               and not graph.is_nested_save_counter(segs, name)]
     missing += [_key(segs) or "<root>" for segs in graph.stateful
                 if (_key(segs) or "<root>") not in saved_states]
 
-    # ---- 2. read and verify every needed array ----
+    # ---- 2. read and verify every needed array; decode the states ----
     # Object states are read separately so that a long-lived iterator state array never
     # keeps a slab of variable memory alive.
-    values = reader.read_many(list(assign) + list(defer))
-    values.update(reader.read_many([k for s in set_states.values() for k in s[2]]))
-    decoded = {where: _decode(value, [values[k] for k in keys])
+    read_now = [k for k, p in park.items() if p[3] == "read" and p[2] is not trackable.STATE]
+    values = reader.read_many(list(assign) + read_now)
+    state_keys = [k for s in set_states.values() for k in s[2]]
+    state_keys += [k for w, p in park.items() if p[3] == "read" and p[2] is trackable.STATE
+                   for k in saved_states[w][2]]
+    values.update(reader.read_many(state_keys))
+    decoded = {where: _decode_state(path, where, value, [values[k] for k in keys])
                for where, (_, value, keys) in set_states.items()}
+    for where, p in park.items():
+        if p[2] is trackable.STATE and p[3] == "read":
+            _, value, keys = saved_states[where]
+            decoded[where] = _decode_state(path, where, value, [values[k] for k in keys])
 
     # ---- 3. assign, undoing everything if an object rejects its state ----
     old_values = [(var, var._v) for var in assign.values()]
@@ -550,13 +704,40 @@ def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False
             e.add_note(f"while restoring the state of '{where}' from checkpoint '{path}' "
                        f"(nothing was restored)")
         raise
+
+    # ---- 4. park the rest; a newer restore replaces what earlier ones parked ----
     status = CheckpointLoadStatus(path, list(assign) + list(set_states), missing, unexpected)
-    for key, (owner, name) in defer.items():
-        status._pending[key] = True
-        trackable.defer(owner, name, values[key],
-                        on_apply=lambda _name, key=key: status._deferred_applied(key),
-                        source=(path, key))
+    status._lazy = any(p[3] == "lazy" for p in park.values())
+    for obj in graph.objects.values():
+        trackable.clear_parked(obj)
+    ref = weakref.ref(status)
+
+    def on_apply(_name, key) -> None:
+        st = ref()
+        if st is not None:
+            st._deferred_applied(key)
+
+    for key, (site, rest, name, how) in park.items():
+        if name is trackable.STATE:
+            value = (decoded[key] if how == "read" else
+                     _lazy_state(reader, key, *saved_states[key][1:]))
+        else:
+            value = values[key] if how == "read" else _lazy_array(reader, key)
+        record = trackable.Parked(value, lambda n, key=key: on_apply(n, key), (path, key))
+        trackable.park(site, rest, name, record)
+        status._parked[key] = record
     return status
+
+
+def _lazy_array(reader: CheckpointReader, key: str):
+    return lambda: reader.read(key)
+
+
+def _lazy_state(reader: CheckpointReader, where: str, value, keys: list):
+    def load():
+        arrays = reader.read_many(keys)
+        return _decode_state(reader.path, where, value, [arrays[k] for k in keys])
+    return load
 
 
 def _assign_fresh(var: Variable, value: np.ndarray) -> None:

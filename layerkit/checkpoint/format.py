@@ -10,15 +10,16 @@ Layout (all integers little-endian; the full description is docs/checkpoint_form
          64-byte aligned offset relative to D, zero padding in between
 
 Nothing here uses pickle and loading never runs code: dtypes are restricted to plain
-numeric, bool and fixed-width string kinds. Writes are atomic: a temporary file in the
-same directory is written, flushed, fsynced and renamed over the target, then the
-directory is fsynced, so a crash leaves either the old or the new file, never a mix.
+numeric, bool and fixed-width string kinds. Writes are atomic
+(:class:`layerkit._core.atomic.AtomicFile`: a temporary file in the same directory is
+written, fsynced and renamed over the target, then the directory is fsynced), so a crash
+leaves either the old or the new file, never a mix; temporary files left by killed
+writers are removed by the next write of the same file.
 Reads validate the header, the manifest and every array's checksum, and raise
 :class:`CheckpointError` naming the file and the problem.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -30,6 +31,7 @@ import zlib
 
 import numpy as np
 
+from layerkit._core.atomic import AtomicFile, atomic_write_bytes, write_all
 from layerkit.checkpoint.digest import BLOCK, Grid64
 
 __all__ = ["CheckpointError", "CheckpointNotFoundError", "CheckpointReader", "write_file",
@@ -52,7 +54,6 @@ _SLAB = 16 << 20
 # Plain numeric kinds plus fixed-width bytes/str: no object or structured dtypes, which
 # would need pickle or could alias memory.
 _ALLOWED_KINDS = frozenset("biufcSU")
-_TMP_TAG = ".tmp-"
 
 
 class CheckpointError(ValueError):
@@ -72,63 +73,6 @@ class CheckpointError(ValueError):
 
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
     """The checkpoint path does not exist (or a directory holds no checkpoint)."""
-
-
-# ---- atomic writes ------------------------------------------------------------------------
-def _fsync_dir(directory: str) -> None:
-    # Makes the rename itself durable; not every platform lets a directory be opened.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def temp_path_for(path: str) -> str:
-    """The temporary name used while writing ``path`` (same directory, hidden, unique)."""
-    directory, base = os.path.split(os.path.abspath(path))
-    token = os.urandom(4).hex()
-    return os.path.join(directory, f".{base}{_TMP_TAG}{os.getpid()}-{token}")
-
-
-@contextlib.contextmanager
-def _atomic_file(path: str):
-    """Yield a raw binary file that replaces ``path`` atomically when the block succeeds."""
-    path = os.path.abspath(os.fspath(path))
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    tmp = temp_path_for(path)
-    f = open(tmp, "xb", buffering=0)
-    try:
-        yield f
-        f.flush()
-        os.fsync(f.fileno())
-        f.close()
-        os.replace(tmp, path)
-    except BaseException:
-        f.close()
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file, fsync and rename."""
-    with _atomic_file(path) as f:
-        _write_all(f, memoryview(data))
-
-
-def _write_all(f, mv: memoryview) -> None:
-    # Raw FileIO.write may write fewer bytes than asked (signals, some filesystems).
-    while len(mv):
-        n = f.write(mv)
-        mv = mv[n:]
 
 
 class _Flusher:
@@ -216,6 +160,12 @@ def _digest(flat: np.ndarray) -> int:
     return h.digest()
 
 
+def _short(x) -> str:
+    """``repr(x)``, cut short: crafted manifests may hold huge values."""
+    r = repr(x)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
 def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
@@ -288,17 +238,18 @@ def write_file(path, tensors: dict, meta=None) -> None:
     file_length = data_offset + data_length
 
     # ---- 2. header and manifest placeholders, then the arrays ----
-    with _atomic_file(path) as f:
-        _write_all(f, memoryview(bytes(HEADER_SIZE)))
-        _write_all(f, memoryview(manifest))
+    with AtomicFile(path, buffering=0) as atomic:
+        f = atomic.file
+        write_all(f, memoryview(bytes(HEADER_SIZE)))
+        write_all(f, memoryview(manifest))
         pos = HEADER_SIZE + len(manifest)
         zeros = bytes(ALIGN)
         for a, entry in blobs:
             target = data_offset + entry["offset"]
-            _write_all(f, memoryview(zeros[: target - pos]))
-            _write_all(f, memoryview(_bytes_view(a)))
+            write_all(f, memoryview(zeros[: target - pos]))
+            write_all(f, memoryview(_bytes_view(a)))
             pos = target + entry["nbytes"]
-        _write_all(f, memoryview(bytes(file_length - pos)))
+        write_all(f, memoryview(bytes(file_length - pos)))
         # ---- 3. checksums, computed while the data is being flushed to disk ----
         # fsync is mostly waiting on the device; checksumming 120 MB during it instead of
         # before it took a save from 73% to ~90% of a raw write+fsync here. The final
@@ -390,12 +341,15 @@ class CheckpointReader:
             raise self._err("corrupted manifest (manifest checksum mismatch)")
         try:
             doc = json.loads(manifest.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except RecursionError:
+            raise self._err("the manifest is nested too deeply to be a checkpoint "
+                            "manifest") from None
+        except ValueError as e:   # also UnicodeDecodeError and over-long integers
             raise self._err(f"the manifest is not valid JSON ({e})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT_NAME:
             raise self._err("the manifest does not describe a layerkit checkpoint")
         if doc.get("checksum") != _CHECKSUM:
-            raise self._err(f"unsupported checksum algorithm {doc.get('checksum')!r} "
+            raise self._err(f"unsupported checksum algorithm {_short(doc.get('checksum'))} "
                             f"(this layerkit knows {_CHECKSUM!r})")
         tensors = doc.get("tensors")
         if not isinstance(tensors, dict):
@@ -403,30 +357,63 @@ class CheckpointReader:
         self._entries = {}
         for key, e in tensors.items():
             self._entries[key] = self._check_entry(key, e, data_length)
+        self._check_overlaps()
         self.version = version
         self.meta = doc.get("meta")
         self._data_offset = data_offset
 
     def _check_entry(self, key: str, e, data_length: int) -> tuple:
+        bad = f"manifest entry for tensor '{key:.200}' is malformed"
+        if not isinstance(e, dict):
+            raise self._err(f"{bad} (a {type(e).__name__}, not an object)")
+        missing = [f for f in ("dtype", "shape", "offset", "nbytes", _CHECKSUM) if f not in e]
+        if missing:
+            raise self._err(f"{bad} (no {', '.join(missing)})")
+        shape, offset, nbytes, digest = e["shape"], e["offset"], e["nbytes"], e[_CHECKSUM]
+        if not isinstance(e["dtype"], str) or len(e["dtype"]) > 32:
+            raise self._err(f"{bad} (dtype {_short(e['dtype'])} is not a dtype string)")
         try:
-            dtype = np.dtype(str(e["dtype"]))
-            shape = tuple(e["shape"])
-            offset, nbytes, digest = e["offset"], e["nbytes"], int(e[_CHECKSUM], 16)
-            ok = (all(type(s) is int and s >= 0 for s in shape) and type(offset) is int
-                  and type(nbytes) is int and offset >= 0 and nbytes >= 0)
-        except (KeyError, TypeError, ValueError) as err:
-            raise self._err(f"manifest entry for tensor '{key}' is malformed ({err!r})") from None
-        if not ok:
-            raise self._err(f"manifest entry for tensor '{key}' has an invalid shape, offset "
-                       f"or size: {e}")
+            dtype = np.dtype(e["dtype"])
+        except Exception:  # noqa: BLE001 - NumPy raises several types for bad strings
+            raise self._err(f"{bad} (dtype {_short(e['dtype'])} is not a NumPy dtype)") \
+                from None
+        if not isinstance(digest, str) or not 1 <= len(digest) <= 16 or any(
+                c not in "0123456789abcdefABCDEF" for c in digest):
+            raise self._err(f"{bad} (checksum {_short(digest)} is not 16 hex digits)")
+        if (not isinstance(shape, list) or len(shape) > 64
+                or not all(type(s) is int and s >= 0 for s in shape)
+                or type(offset) is not int or type(nbytes) is not int
+                or offset < 0 or nbytes < 0):
+            raise self._err(f"manifest entry for tensor '{key:.200}' has an invalid shape, "
+                            f"offset or size: {_short(e)}")
+        shape = tuple(shape)
         _check_dtype(dtype, key, self.path)
+        if dtype.itemsize == 0:
+            raise self._err(f"tensor '{key:.200}' has the zero-size dtype {dtype.str!r}")
         if math.prod(shape) * dtype.itemsize != nbytes:
-            raise self._err(f"tensor '{key}': shape {shape} and dtype {dtype} need "
-                       f"{math.prod(shape) * dtype.itemsize} bytes, the manifest says {nbytes}")
+            raise self._err(f"tensor '{key:.200}': shape {_short(shape)} and dtype {dtype} "
+                            f"need {math.prod(shape) * dtype.itemsize} bytes, the manifest "
+                            f"says {nbytes}")
         if offset + nbytes > data_length:
-            raise self._err(f"tensor '{key}' (offset {offset}, {nbytes} bytes) points past the "
-                       f"end of the data area ({data_length} bytes)")
-        return dtype, shape, offset, nbytes, digest
+            raise self._err(f"tensor '{key:.200}' (offset {offset}, {nbytes} bytes) points "
+                            f"past the end of the data area ({data_length} bytes)")
+        return dtype, shape, offset, nbytes, int(digest, 16)
+
+    def _check_overlaps(self) -> None:
+        # The writer stores each array once; keys sharing an array share its whole entry.
+        # Ranges that partly overlap were not written by layerkit.
+        def span(e: tuple) -> tuple:
+            return e[2], e[3], e[0].str, e[1]
+
+        spans = sorted({span(e) for e in self._entries.values() if e[3]})
+        for s1, s2 in zip(spans, spans[1:]):
+            (o1, n1), (o2, n2) = s1[:2], s2[:2]
+            if o2 < o1 + n1:
+                k1, k2 = (next(k for k, e in self._entries.items() if span(e) == s)
+                          for s in (s1, s2))
+                raise self._err(f"tensors '{k1:.200}' (bytes {o1}..{o1 + n1}) and "
+                                f"'{k2:.200}' (bytes {o2}..{o2 + n2}) overlap in the data "
+                                f"area")
 
     # ---- queries ----
     def keys(self) -> list:
@@ -527,6 +514,12 @@ class CheckpointReader:
     def close(self) -> None:
         self._f.close()
 
+    def __del__(self) -> None:
+        # A reader kept open for lazily restored values closes when they are gone.
+        f = self.__dict__.get("_f")
+        if f is not None:
+            f.close()
+
     def __enter__(self) -> CheckpointReader:
         return self
 
@@ -534,4 +527,5 @@ class CheckpointReader:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<CheckpointReader '{self.path}' tensors={len(self._entries)}>"
+        return (f"<CheckpointReader '{self.path}' "
+                f"tensors={len(getattr(self, '_entries', ()))}>")

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 
+from layerkit._core.atomic import remove_stale_temps
 from layerkit.checkpoint import index as _index
 from layerkit.checkpoint.checkpoint import Checkpoint
-from layerkit.checkpoint.format import _TMP_TAG
 
 __all__ = ["CheckpointManager"]
 
@@ -19,7 +18,10 @@ class CheckpointManager:
     rewrites the directory's index atomically, then deletes checkpoints beyond
     ``max_to_keep`` (oldest first). A crash at any point leaves the index naming only
     complete files. A manager created on a directory that already has an index takes
-    over its checkpoints (and their rotation).
+    over the checkpoints in it that carry its own ``checkpoint_name`` (and their
+    rotation). The index is untrusted: the manager only ever reads or deletes files
+    named ``{checkpoint_name}-{number}`` directly inside ``directory``; any other entry
+    is reported with a warning and ignored (see :mod:`layerkit.checkpoint.index`).
 
     Args:
         checkpoint: the :class:`Checkpoint` to save.
@@ -52,7 +54,9 @@ class CheckpointManager:
         if keep_checkpoint_every_n_hours is not None and keep_checkpoint_every_n_hours <= 0:
             raise ValueError(f"CheckpointManager: keep_checkpoint_every_n_hours must be "
                              f"positive, received {keep_checkpoint_every_n_hours!r}")
-        if not checkpoint_name or os.sep in checkpoint_name:
+        if (not isinstance(checkpoint_name, str) or not checkpoint_name
+                or checkpoint_name in (os.curdir, os.pardir) or os.sep in checkpoint_name
+                or (os.altsep and os.altsep in checkpoint_name) or "\x00" in checkpoint_name):
             raise ValueError(f"CheckpointManager: checkpoint_name must be a plain file name, "
                              f"received {checkpoint_name!r}")
         self._checkpoint = checkpoint
@@ -60,15 +64,19 @@ class CheckpointManager:
         self._max_to_keep = max_to_keep
         self._keep_hours = keep_checkpoint_every_n_hours
         self._name = checkpoint_name
+        self._own = _index.checkpoint_name_re(checkpoint_name)
         self._prefix = os.path.join(self._directory, checkpoint_name)
         os.makedirs(self._directory, exist_ok=True)
-        self._remove_stale_temp_files()
+        # A save killed before its rename leaves a hidden temporary file; remove those of
+        # this manager's checkpoints whose writer process is gone.
+        remove_stale_temps(self._directory, self._own.fullmatch)
         state = _index.read_index(self._directory)
         if state is None:
             self._managed: list[tuple[str, float]] = []
             self._last_preserved = _index._clock()
         else:
-            self._managed = [(p, t) for p, t in state["checkpoints"] if os.path.isfile(p)]
+            self._managed = [(p, t) for p, t in state["checkpoints"]
+                             if self._is_own(p) and os.path.isfile(p)]
             self._last_preserved = state["last_preserved_time"] or _index._clock()
 
     @property
@@ -107,8 +115,9 @@ class CheckpointManager:
         _index.write_index(self._directory, path, managed, last_preserved)
         self._managed, self._last_preserved = managed, last_preserved
         for p in doomed:   # only after the index no longer names them
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(p)
+            if self._is_own(p):   # never anything but this manager's own files
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(p)   # a symbolic link itself, never its target
         return path
 
     def restore_or_initialize(self) -> str | None:
@@ -131,28 +140,14 @@ class CheckpointManager:
             doomed.append(p)
         return managed, doomed, last_preserved
 
-    def _remove_stale_temp_files(self) -> None:
-        # A save killed before its rename leaves ".{name}-N.tmp-{pid}-{token}"; remove
-        # those whose writer process is gone (a live writer may still be using its file).
-        pattern = re.compile(rf"^\.{re.escape(self._name)}-\d+{re.escape(_TMP_TAG)}(\d+)-")
-        for entry in os.listdir(self._directory):
-            m = pattern.match(entry)
-            if m and not _pid_alive(int(m.group(1))):
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(self._directory, entry))
+    def _is_own(self, path: str) -> bool:
+        """Whether ``path`` is a file name this manager itself saves, in its directory."""
+        directory, name = os.path.split(path)
+        return (os.path.abspath(directory) == os.path.abspath(self._directory)
+                and self._own.fullmatch(name) is not None
+                and _index.entry_problem(self._directory, name) is None)
 
     def __repr__(self) -> str:
         return (f"<CheckpointManager '{self._prefix}' max_to_keep={self._max_to_keep} "
                 f"checkpoints={len(self._managed)}>")
 
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True

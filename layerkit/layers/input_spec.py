@@ -53,7 +53,14 @@ def check(spec, inputs, where) -> None:
 
 def _check_one(s: InputSpec, x, i: int, where) -> None:
     if not hasattr(x, "shape"):
-        return
+        if isinstance(x, dict):
+            got = f"a dict with keys {sorted(map(str, x))[:10]}"
+        elif isinstance(x, (list, tuple)):
+            got = f"a {type(x).__name__} of {len(x)} items"
+        else:
+            got = f"a {type(x).__name__}"
+        raise ValueError(f"Input {i} of {where()} is incompatible with the layer: expected a "
+                         f"tensor, received {got}")
     shape = tuple(x.shape)
     rank = len(shape)
     problem = None

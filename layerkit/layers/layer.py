@@ -263,7 +263,12 @@ class Layer(Tracked):
         # initializer does not run, so it draws nothing from lk.random's global generator
         # (a restored generator state then continues exactly as in the saved run).
         parked = trackable.has_deferred(self, name)
-        value = np.zeros(shape, dtype) if parked else to_array(init(shape, dtype=dtype), dtype)
+        try:
+            value = np.zeros(shape, dtype) if parked else to_array(init(shape, dtype=dtype),
+                                                                    dtype)
+        except ValueError as e:
+            raise ValueError(f"{type(self).__name__} '{self.name}': cannot create weight "
+                             f"'{name}' of shape {shape} and dtype {dtype.name}: {e}") from e
         var = Variable(value, trainable=trainable and self._trainable, name=name, dtype=dtype)
         self._track_variable(var, name, trainable=trainable)
         try:  # a value a checkpoint restore parked for this weight
@@ -292,20 +297,32 @@ class Layer(Tracked):
 
         Raises:
             ValueError: naming the layer and the weight when a count or shape differs.
+            TypeError: an array holds Python objects (such as None) instead of numbers.
         """
         own = self.weights
         weights = list(weights)
         if len(own) != len(weights):
             raise ValueError(f"set_weights on layer '{self.name}': expected {len(own)} "
                              f"arrays ({[v.name for v in own]}), received {len(weights)}")
+        arrays = []
         for v, w in zip(own, weights):
-            w = to_array(w)
+            try:
+                w = to_array(w)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"set_weights on layer '{self.name}': weight '{v.name}' "
+                                f"received a {type(w).__name__} that is not a numeric array "
+                                f"({e})") from None
+            if w.dtype.kind == "O":
+                raise TypeError(f"set_weights on layer '{self.name}': weight '{v.name}' "
+                                f"received an array of Python objects (dtype object, e.g. "
+                                f"containing None); expected numbers")
             if tuple(w.shape) != tuple(v.shape):
                 raise ValueError(f"set_weights on layer '{self.name}': weight '{v.name}' has "
                                  f"shape {tuple(v.shape)}, received an array of shape "
                                  f"{tuple(w.shape)}")
-        for v, w in zip(own, weights):
-            v.assign(to_array(w).astype(v.dtype))
+            arrays.append(w)
+        for v, w in zip(own, arrays):
+            v.assign(w.astype(v.dtype))
 
     def count_params(self) -> int:
         """Total number of scalars in :attr:`weights`."""
@@ -398,6 +415,11 @@ class Layer(Tracked):
         if not (len(args) == 1 and type(args[0]) is Tensor and args[0]._v.dtype == d["_dtype"]
                 and (not kwargs or (len(kwargs) == 1 and type(kwargs.get("training", 0)) in
                                     _FLAGS))):
+            if args and args[0] is None:
+                raise ValueError(
+                    f"{self._where()} ({type(self).__name__}) received None as its input; "
+                    f"expected a tensor (or a structure of tensors). Only input tensors may "
+                    f"be passed as positional arguments")
             args = tuple(self._convert(a) for a in args)
             kwargs = {k: self._convert(v, False) if isinstance(v, (Tensor, np.ndarray)) else v
                       for k, v in kwargs.items()}

@@ -1,11 +1,17 @@
 """The one tracking mechanism: ``__setattr__`` records Layers, Variables and
 lists/tuples/dicts of them in assignment order; weights, sublayers and checkpoint
-children are read from that record. Also the default names (``dense``, ``dense_1``)."""
+children are read from that record. Lists and dicts are kept as
+:class:`~layerkit.checkpoint.trackable.TrackedList` / ``TrackedDict`` copies (as Keras
+does), so that what is added to them after a checkpoint restore is restored too. Also
+the default names (``dense``, ``dense_1``)."""
 from __future__ import annotations
 
 import re
 
 from layerkit._core.variable import Variable
+from layerkit.checkpoint import trackable
+
+_PENDING = trackable._PENDING_ATTR
 
 __all__ = ["Tracked", "unique_name", "reset_uids"]
 
@@ -69,7 +75,13 @@ class Tracked:
         elif holds_state(value):
             if isinstance(value, Variable):
                 self._track_variable(value, name)
+            else:   # lists/dicts report what is added to them later
+                value = trackable.track(value, self)
             tracked[name] = value
+            object.__setattr__(self, name, value)
+            if _PENDING in d:   # values a checkpoint restore parked for what this adds
+                trackable.settle(self)
+            return
         elif name in tracked:
             del tracked[name]
         object.__setattr__(self, name, value)

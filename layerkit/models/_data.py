@@ -49,18 +49,65 @@ def pack_x_y_sample_weight(x, y=None, sample_weight=None):
     return (x, y, sample_weight)
 
 
-def _leaf_array(v, what: str) -> np.ndarray:
+def _leaf_array(v, what: str, name: str = "x") -> np.ndarray:
     if isinstance(v, Tensor):
         v = v._v
-    a = np.asarray(v)
+    try:
+        a = np.asarray(v)
+    except ValueError as e:   # ragged nested lists
+        raise ValueError(f"{what}: could not convert {name} to an array ({e})") from None
     if a.dtype == object:
-        raise TypeError(f"{what}: could not convert {type(v).__name__} to a numeric array")
+        raise TypeError(f"{what}: could not convert {name} ({type(v).__name__}) to a numeric "
+                        f"array")
     if a.dtype == np.float64:
         # Models compute in float32: convert once here rather than in every batch.
         a = a.astype(FLOATX)
     if a.ndim == 0:
-        raise ValueError(f"{what}: expected arrays with a batch axis, received a scalar")
+        raise ValueError(f"{what}: {name} must be an array with a batch axis (one row per "
+                         f"sample), received a scalar {type(v).__name__}: {v!r:.60}")
     return a
+
+
+def check_count(value, name: str, what: str, minimum: int = 1, optional: bool = False):
+    """``value`` as an int >= ``minimum`` (or None if ``optional``), else a clear error.
+
+    Raises:
+        TypeError: not an integer (bools and floats such as 2.5 included).
+        ValueError: below ``minimum``.
+    """
+    if value is None and optional:
+        return None
+    kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    kind += " or None" if optional else ""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what}: {name} must be {kind}, received {name}={value!r:.60} "
+                        f"({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{what}: {name} must be {kind}, received {name}={value!r}")
+    return int(value)
+
+
+def check_verbose(verbose, what: str) -> int:
+    """Keras's ``verbose``: ``'auto'`` (1), 0 silent, 1 progress bar, 2 one line per epoch."""
+    if verbose == "auto":
+        return 1
+    if isinstance(verbose, (bool, np.bool_)) or (isinstance(verbose, (int, np.integer))
+                                                 and 0 <= verbose <= 2):
+        return int(verbose)
+    raise ValueError(f"{what}: verbose must be 'auto', 0, 1 or 2, received "
+                     f"verbose={verbose!r:.60}")
+
+
+def check_fit_options(validation_split, shuffle) -> None:
+    """``fit``'s validation_split (a number in [0, 1)) and shuffle (bool or 'batch')."""
+    if isinstance(validation_split, (bool, np.bool_)) or not isinstance(
+            validation_split, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= validation_split < 1.0:
+        raise ValueError(f"fit: validation_split must be a number in [0, 1), received "
+                         f"validation_split={validation_split!r:.60}")
+    if not (isinstance(shuffle, (bool, np.bool_)) or shuffle == "batch"):
+        raise ValueError(f"fit: shuffle must be True, False or 'batch', received "
+                         f"shuffle={shuffle!r:.60}")
 
 
 def is_array_like(x) -> bool:
@@ -84,11 +131,7 @@ class ArrayFeeder:
 
     def __init__(self, x, y=None, sample_weight=None, batch_size: int | None = 32,
                  shuffle=False, steps: int | None = None, what: str = "fit") -> None:
-        if batch_size is None:
-            batch_size = 32
-        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-            raise ValueError(f"{what}: batch_size must be a positive integer, received "
-                             f"batch_size={batch_size!r}")
+        batch_size = check_count(batch_size, "batch_size", what, optional=True) or 32
         self.what = what
         self.structure = (x,) if y is None else ((x, y) if sample_weight is None
                                                  else (x, y, sample_weight))
@@ -96,8 +139,9 @@ class ArrayFeeder:
                 isinstance(e, (np.ndarray, Tensor, dict, list, tuple)) for e in x):
             # A plain nested list of numbers is one input, not a list of inputs.
             self.structure = (np.asarray(x),) + self.structure[1:]
-        leaves = flatten(self.structure)
-        self.leaves = [_leaf_array(v, what) for v in leaves]
+        self.leaves = [_leaf_array(v, what, name)
+                       for name, part in zip(("x", "y", "sample_weight"), self.structure)
+                       for v in flatten(part)]
         sizes = {a.shape[0] for a in self.leaves}
         if len(sizes) > 1:
             names = ["x", "y", "sample_weight"]
@@ -297,6 +341,11 @@ def make_feeder(x, y=None, sample_weight=None, batch_size=32, shuffle=False, ste
     if x is None:
         raise ValueError(f"{what}: x is None; pass arrays, Tensors, a dict of arrays or a "
                          f"lk.data.Dataset")
+    for name, part in (("x", x), ("y", y), ("sample_weight", sample_weight)):
+        if isinstance(part, (str, bytes)):
+            raise TypeError(f"{what}: {name} must be arrays, Tensors, a list/dict of them"
+                            f"{' or a lk.data.Dataset' if name == 'x' else ''}; received a "
+                            f"{type(part).__name__}: {part!r:.60}")
     if is_array_like(x):
         return ArrayFeeder(x, y, sample_weight, batch_size, shuffle, steps, what)
     if y is not None or sample_weight is not None:

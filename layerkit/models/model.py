@@ -537,7 +537,9 @@ class Model(Layer):
             validation_data: ``(x_val, y_val[, sample_weight])`` or a dataset.
             shuffle: shuffle array data each epoch (``'batch'``: batch order only); seeded
                 from ``lk.random``'s global generator.
-            class_weight: ``{class_index: weight}`` turned into sample weights.
+            class_weight: ``{class_index: weight}`` turned into sample weights (classes
+                left out get 1.0; keys must be non-negative class indices of the model's
+                output; single-output models with class-index or one-hot targets only).
             sample_weight: per-sample weights for array data.
             initial_epoch: the epoch to start from (for resuming).
             steps_per_epoch: batches per epoch (needed for an infinite dataset).
@@ -545,10 +547,25 @@ class Model(Layer):
 
         Raises:
             RuntimeError: the model is not compiled.
-            ValueError: empty data, mismatched sample counts, labels/loss shape mismatch.
+            TypeError: an argument of the wrong type (``epochs=2.5``, a string ``x``, a
+                class_weight that is not a dict of integer keys).
+            ValueError: an argument out of range (``steps_per_epoch=0``,
+                ``validation_split=1.5``, ``verbose='loud'``, a negative class_weight
+                key), empty data, mismatched sample counts, labels/loss shape mismatch.
         """
         self._assert_compiled("fit")
-        verbose = 1 if verbose == "auto" else int(verbose)
+        verbose = _data.check_verbose(verbose, "fit")
+        epochs = _data.check_count(epochs, "epochs", "fit", minimum=0)
+        initial_epoch = _data.check_count(initial_epoch, "initial_epoch", "fit", minimum=0)
+        validation_freq = _data.check_count(validation_freq, "validation_freq", "fit")
+        for name, value in (("batch_size", batch_size), ("steps_per_epoch", steps_per_epoch),
+                            ("validation_steps", validation_steps),
+                            ("validation_batch_size", validation_batch_size)):
+            _data.check_count(value, name, "fit", optional=True)
+        _data.check_fit_options(validation_split, shuffle)
+        cw = None
+        if class_weight is not None:
+            cw = _class_weight_table(class_weight, _output_classes(self), "fit")
         if validation_split and validation_data is None:
             if not _data.is_array_like(x):
                 raise ValueError("fit: validation_split is only supported for array inputs; "
@@ -571,11 +588,6 @@ class Model(Layer):
                 val_feeder = _data.make_feeder(validation_data, None, None,
                                                validation_batch_size or batch_size, False,
                                                validation_steps, "fit (validation)")
-        cw = None
-        if class_weight is not None:
-            cw = np.zeros(max(int(k) for k in class_weight) + 1, np.float32)
-            for k, v in class_weight.items():
-                cw[int(k)] = v
         steps = feeder.num_batches
         cbl, history = self._callback_list(callbacks, verbose, epochs, steps, "train",
                                            add_history=True)
@@ -670,7 +682,8 @@ class Model(Layer):
             are no metrics, else a list in :attr:`metrics_names` order.
         """
         self._assert_compiled("evaluate")
-        verbose = 1 if verbose == "auto" else int(verbose)
+        verbose = _data.check_verbose(verbose, "evaluate")
+        _data.check_count(steps, "steps", "evaluate", optional=True)
         feeder = _data.make_feeder(x, y, sample_weight, batch_size, False, steps, "evaluate")
         cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "evaluate")
         self._check_step_functions()
@@ -701,7 +714,8 @@ class Model(Layer):
         Returns:
             An ndarray (or the output structure of ndarrays).
         """
-        verbose = 1 if verbose == "auto" else int(verbose)
+        verbose = _data.check_verbose(verbose, "predict")
+        _data.check_count(steps, "steps", "predict", optional=True)
         feeder = _data.make_feeder(x, None, None, batch_size, False, steps, "predict")
         cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "predict")
         cbl.on_predict_begin()
@@ -738,10 +752,8 @@ class Model(Layer):
         batch = _data.ArrayFeeder(x, y, sample_weight, _batch_size(x) or 1, False, None,
                                   "train_on_batch")._batch(slice(None))
         if class_weight is not None:
-            cw = np.zeros(max(int(k) for k in class_weight) + 1, np.float32)
-            for k, v in class_weight.items():
-                cw[int(k)] = v
-            batch = _with_class_weight(batch, cw)
+            cw = _class_weight_table(class_weight, _output_classes(self), "train_on_batch")
+            batch = _with_class_weight(batch, cw, "train_on_batch")
         logs = _floats(self._step_function("train")(batch))
         return logs if return_dict else self._ordered(logs)
 
@@ -815,8 +827,7 @@ class Model(Layer):
         """
         import os
 
-        from layerkit.checkpoint.checkpoint import Checkpoint, _restore
-        from layerkit.checkpoint.format import CheckpointReader
+        from layerkit.checkpoint.checkpoint import Checkpoint, restore_file
 
         kind = _weights_format(os.fspath(filepath))
         if kind == "keras":
@@ -827,8 +838,8 @@ class Model(Layer):
             from layerkit.io.safetensors_format import load_model_safetensors
 
             return load_model_safetensors(self, filepath, skip_mismatch=skip_mismatch)
-        with CheckpointReader(os.fspath(filepath)) as reader:
-            status = _restore(Checkpoint(model=self), reader, skip_mismatch=skip_mismatch)
+        status = restore_file(Checkpoint(model=self), filepath, skip_mismatch=skip_mismatch,
+                              park_unknown=False)
         if not skip_mismatch and self.built:
             try:
                 status.assert_existing_objects_matched()
@@ -854,23 +865,83 @@ def _weights_format(path: str) -> str:
     return "safetensors" if lower.endswith(".safetensors") else "checkpoint"
 
 
-def _with_class_weight(batch: tuple, cw: np.ndarray) -> tuple:
+def _class_weight_table(class_weight, n_classes: int | None, what: str) -> np.ndarray:
+    """``class_weight`` as an array indexed by class (1.0 for classes it leaves out, as
+    in Keras 3).
+
+    Raises:
+        TypeError: not a dict, or a key that is not an integer class index.
+        ValueError: an empty dict, a negative key, a key beyond the model's ``n_classes``
+            (when known), or a weight that is not a finite number.
+    """
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"{what}: class_weight must be a dict {{class index: weight}}, "
+                        f"received {type(class_weight).__name__}: {class_weight!r:.80}")
+    if not class_weight:
+        raise ValueError(f"{what}: class_weight is empty; expected {{class index: weight}}")
+    for k, w in class_weight.items():
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"{what}: class_weight keys must be integer class indices, "
+                            f"received the key {k!r} ({type(k).__name__})")
+        if k < 0:
+            raise ValueError(f"{what}: class_weight has the negative key {k}; keys are class "
+                             f"indices 0, 1, ... (negative indices are not allowed)")
+        if n_classes is not None and k >= n_classes:
+            raise ValueError(f"{what}: class_weight has the key {k}, but there are "
+                             f"{n_classes} classes (indices 0..{n_classes - 1})")
+        if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, float, np.number)) \
+                or not np.isfinite(w):
+            raise ValueError(f"{what}: class_weight[{k}] must be a finite number, received "
+                             f"{w!r:.60}")
+    table = np.ones(int(max(class_weight)) + 1, np.float32)
+    for k, w in class_weight.items():
+        table[int(k)] = w
+    return table
+
+
+def _output_classes(model: Model) -> int | None:
+    """The number of classes the model's single output scores, when its shape is known
+    without running it and it has more than one unit (one unit may be a binary
+    classifier or a regression whose rounded targets serve as classes)."""
+    outputs = model.outputs
+    if outputs is not None:
+        outs = flatten(outputs)
+        shape = outs[0].shape if len(outs) == 1 else None
+    else:
+        symbolic = model.__dict__.get("_symbolic") or []   # a built Sequential
+        shape = symbolic[-1][1] if symbolic else None
+    if not shape or not isinstance(shape[-1], int) or shape[-1] < 2:
+        return None
+    return shape[-1]
+
+
+def _with_class_weight(batch: tuple, cw: np.ndarray, what: str = "fit") -> tuple:
+    """``batch`` with sample weights from the class weights ``cw`` (times any given
+    sample weights). Labels are one-hot rows (argmax) or class indices (rounded, as
+    Keras does for float targets); a class beyond ``cw`` gets weight 1."""
     x, y, sw = unpack_x_y_sample_weight(batch)
     if y is None:
-        raise ValueError("fit: class_weight needs targets y")
+        raise ValueError(f"{what}: class_weight needs targets y")
     if isinstance(y, (list, tuple, dict)):
         raise ValueError(
-            f"fit: class_weight is only supported for models with a single output; received "
-            f"targets for {len(y)} outputs. Pass sample_weight with one array per output "
-            f"instead")
+            f"{what}: class_weight is only supported for models with a single output; "
+            f"received targets for {len(y)} outputs. Pass sample_weight with one array per "
+            f"output instead")
     yv = np.asarray(y._v if isinstance(y, Tensor) else y)
-    labels = np.argmax(yv, axis=-1) if yv.ndim > 1 and yv.shape[-1] > 1 else yv.reshape(
-        yv.shape[0], -1)[:, 0]
-    labels = labels.astype(np.int64)
-    if labels.size and (labels.min() < 0 or labels.max() >= len(cw)):
-        raise ValueError(f"fit: class_weight has no entry for class {int(labels.max())}; "
-                         f"it covers classes 0..{len(cw) - 1}")
-    w = cw[labels]
+    if yv.ndim > 2:
+        raise ValueError(f"{what}: class_weight is not supported for targets with 3 or more "
+                         f"dimensions; received y of shape {yv.shape}. Pass sample_weight "
+                         f"instead")
+    if yv.ndim == 2 and yv.shape[-1] > 1:
+        if len(cw) > yv.shape[-1]:
+            raise ValueError(f"{what}: class_weight has the key {len(cw) - 1}, but the "
+                             f"one-hot targets have {yv.shape[-1]} classes (indices "
+                             f"0..{yv.shape[-1] - 1})")
+        labels = np.argmax(yv, axis=-1)
+    else:
+        labels = np.round(yv.reshape(yv.shape[0])).astype(np.int64)
+    known = (labels >= 0) & (labels < len(cw))
+    w = np.where(known, cw[np.where(known, labels, 0)], np.float32(1.0)).astype(np.float32)
     if sw is not None:
         w = w * np.asarray(sw._v if isinstance(sw, Tensor) else sw).reshape(w.shape)
     return (x, y, wrap(w))

@@ -17,6 +17,7 @@ from layerkit.checkpoint.format import (
     CheckpointReader,
     write_file,
 )
+from tests.checkpoint.helpers import rewrite_manifest
 
 
 def _arrays():
@@ -163,39 +164,23 @@ def test_flipped_byte_in_header_or_manifest(good, where):
     _expect(good, f"corrupted {where}")
 
 
-def _rewrite_manifest(path, edit):
-    """Rewrite the manifest with ``edit(doc)`` and valid header/manifest checksums."""
-    raw = path.read_bytes()
-    h = list(fmt._HEADER.unpack(raw[:64]))
-    mlen, data_off, data_len = h[3], h[6], h[7]
-    doc = json.loads(raw[64:64 + mlen])
-    edit(doc)
-    manifest = json.dumps(doc).encode()
-    new_off = fmt._align(64 + len(manifest))
-    h[3], h[4], h[6], h[8] = len(manifest), zlib.crc32(manifest), new_off, new_off + data_len
-    head = fmt._HEADER.pack(*h)
-    head = head[:-4] + struct.pack("<I", zlib.crc32(head[:-4]))
-    path.write_bytes(head + manifest + bytes(new_off - 64 - len(manifest))
-                     + raw[data_off:data_off + data_len])
-
-
 def test_manifest_pointing_past_the_end(good):
-    _rewrite_manifest(good, lambda d: d["tensors"]["w"].update(offset=1 << 20))
+    rewrite_manifest(good, lambda d: d["tensors"]["w"].update(offset=1 << 20))
     _expect(good, "tensor 'w' .* points past the end of the data area")
 
 
 def test_manifest_shape_disagrees_with_size(good):
-    _rewrite_manifest(good, lambda d: d["tensors"]["w"].update(shape=[4097]))
+    rewrite_manifest(good, lambda d: d["tensors"]["w"].update(shape=[4097]))
     _expect(good, "tensor 'w': shape \\(4097,\\) and dtype float32 need")
 
 
 def test_manifest_with_object_dtype_refused(good):
-    _rewrite_manifest(good, lambda d: d["tensors"]["b"].update(dtype="|O"))
+    rewrite_manifest(good, lambda d: d["tensors"]["b"].update(dtype="|O"))
     _expect(good, "no object dtypes")
 
 
 def test_unknown_checksum_and_newer_version(good, tmp_path):
-    _rewrite_manifest(good, lambda d: d.update(checksum="md5"))
+    rewrite_manifest(good, lambda d: d.update(checksum="md5"))
     _expect(good, "unsupported checksum algorithm 'md5'")
     p = tmp_path / "v.ckpt"
     write_file(p, {"a": np.ones(2)})
@@ -245,8 +230,8 @@ def test_failed_write_leaves_old_file_and_no_temp(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real(f, mv)
 
-    real = fmt._write_all
-    monkeypatch.setattr(fmt, "_write_all", failing_write_all)
+    real = fmt.write_all
+    monkeypatch.setattr(fmt, "write_all", failing_write_all)
     with pytest.raises(OSError, match="No space"):
         write_file(p, {"v": np.ones(10)})
     assert p.read_bytes() == before

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
+from layerkit._core.atomic import temp_path_for
 from layerkit.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -128,12 +129,15 @@ def test_failure_during_save_keeps_previous_checkpoint_and_index(tmp_path, monke
 def test_stale_temp_files_of_dead_writers_are_removed(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    dead, alive = run / ".ckpt-3.tmp-999999999-abcd", run / f".ckpt-4.tmp-{os.getpid()}-ef01"
-    other = run / ".notes.tmp-999999999-abcd"
-    for f in (dead, alive, other):
-        f.write_bytes(b"partial")
+    dead = temp_path_for(run / "ckpt-3", pid=999_999_999)
+    alive = temp_path_for(run / "ckpt-4")                       # this process: still writing
+    other = temp_path_for(run / "notes", pid=999_999_999)       # not a checkpoint of ours
+    foreign = run / ".ckpt-5.tmp-999999999-abcd"                # not our naming pattern
+    for f in (dead, alive, other, foreign):
+        open(f, "wb").write(b"partial")
     CheckpointManager(Checkpoint(v=lk.Variable(1.0)), run)
-    assert not dead.exists() and alive.exists() and other.exists()
+    assert not os.path.exists(dead)
+    assert os.path.exists(alive) and os.path.exists(other) and foreign.exists()
 
 
 def test_latest_checkpoint_skips_deleted_files_and_rejects_bad_index(tmp_path):
