@@ -304,24 +304,23 @@ def _conv_family(name: str, conv_fwd, bpi_fwd, bpf_fwd) -> tuple[Op, Op, Op]:
 
     All three are bilinear with ``<h, B(g, w)> = <C(h, w), g>`` and
     ``<h, F(x, g)> = <C(x, h), g>``, so each one's partials are the other two records.
+    The geometry attributes (``strides``, ``pads``, ``dilations``, and any others such as
+    ``groups``) pass through unchanged.
     """
-    def conv_vjp(g, ins, y, needs, strides, pads, dilations):
+    def conv_vjp(g, ins, y, needs, **geo):
         x, w = ins
-        geo = {"strides": strides, "pads": pads, "dilations": dilations}
         gx = apply(bpi, g, w, input_shape=x.shape, **geo) if needs[0] else None
         gw = apply(bpf, x, g, filter_shape=w.shape, **geo) if needs[1] else None
         return gx, gw
 
-    def bpi_vjp(h, ins, dx, needs, input_shape, strides, pads, dilations):
+    def bpi_vjp(h, ins, dx, needs, input_shape, **geo):
         g, w = ins
-        geo = {"strides": strides, "pads": pads, "dilations": dilations}
         gg = apply(conv, h, w, **geo) if needs[0] else None
         gw = apply(bpf, h, g, filter_shape=w.shape, **geo) if needs[1] else None
         return gg, gw
 
-    def bpf_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
+    def bpf_vjp(h, ins, dw, needs, filter_shape, **geo):
         x, g = ins
-        geo = {"strides": strides, "pads": pads, "dilations": dilations}
         gx = apply(bpi, g, h, input_shape=x.shape, **geo) if needs[0] else None
         gg = apply(conv, x, h, **geo) if needs[1] else None
         return gx, gg
@@ -451,8 +450,8 @@ def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
     # rule is that record's (bilinear in x and g); cols gets None: its dependence on x is
     # counted once, through x, and no gradient reaches fused_conv2d's patch output.
     x, _, g = ins
-    gx, gg = _CONV_BPF.vjp(h, (x, g), dw, (needs[0], needs[2]), filter_shape, strides, pads,
-                           dilations)
+    gx, gg = _CONV_BPF.vjp(h, (x, g), dw, (needs[0], needs[2]), filter_shape,
+                           strides=strides, pads=pads, dilations=dilations)
     return gx, None, gg
 
 
@@ -478,8 +477,8 @@ def _bpf_bias_cols_vjp(hs, ins, outs, needs, filter_shape, strides, pads, dilati
     # conv2d_backprop_filter_from_patches.
     hw, hb = hs
     x, _, g = ins
-    gx, gg = _CONV_BPF.vjp(hw, (x, g), outs[0], (needs[0], needs[2]), filter_shape, strides,
-                           pads, dilations)
+    gx, gg = _CONV_BPF.vjp(hw, (x, g), outs[0], (needs[0], needs[2]), filter_shape,
+                           strides=strides, pads=pads, dilations=dilations)
     if needs[2]:
         gb = _array.broadcast_to(hb, g.shape)
         gg = gb if gg is None else gg + gb

@@ -72,8 +72,13 @@ def test_conv2d_activation_and_errors():
         layer(_x(4, 4, 2))
     with pytest.raises(ValueError, match="padding"):
         Conv2D(2, 3, padding="full")
-    with pytest.raises(ValueError, match="channels_last"):
-        Conv2D(2, 3, data_format="channels_first")
+    with pytest.raises(ValueError, match="`data_format` must be 'channels_last' or "
+                                         "'channels_first'; received 'NHWC'"):
+        Conv2D(2, 3, data_format="NHWC")
+    with pytest.raises(ValueError, match=r"strides > 1.*dilation_rate > 1"):
+        Conv2D(2, 3, strides=2, dilation_rate=2)
+    with pytest.raises(ValueError, match=r"input channels must be evenly divisible.*groups=2"):
+        Conv2D(2, 3, groups=2)(_x(1, 4, 4, 3))
 
 
 @pytest.mark.parametrize("kwargs,out_hw", [
