@@ -18,6 +18,7 @@ from layerkit.ops import array as _array
 from layerkit.ops import conv_nd as _cnd
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import nn as _nn
+from layerkit.ops.spatial import same_pads
 
 __all__ = ["Conv2D", "Conv2DTranspose", "DepthwiseConv2D"]
 
@@ -90,7 +91,7 @@ def resolve_pads(padding: str, sizes, ksize, strides, dilations) -> tuple:
         return ((0, 0),) * len(sizes)
     if padding == "causal":
         return tuple(((k - 1) * d, 0) for k, d in zip(ksize, dilations))
-    return tuple(_cnd.same_pads(*a) for a in zip(sizes, ksize, strides, dilations))
+    return tuple(same_pads(*a) for a in zip(sizes, ksize, strides, dilations))
 
 
 class _Conv(Layer):

@@ -104,12 +104,8 @@ class MaxPooling3D(_Pool):
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
-class AveragePooling1D(_Pool):
-    """Mean over ``pool_size`` steps; with ``'same'`` padding, padded positions are not
-    counted (TensorFlow semantics). Shapes as for :class:`MaxPooling1D`."""
-
+class _AvgPool(_Pool):
     _cast_int_inputs = True
-    rank = 1
     kind = "avg"
 
     def __init__(self, pool_size, strides=None, padding="valid", data_format=None,
@@ -117,32 +113,31 @@ class AveragePooling1D(_Pool):
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
-class AveragePooling2D(_Pool):
+class AveragePooling1D(_AvgPool):
+    """Mean over ``pool_size`` steps; with ``'same'`` padding, padded positions are not
+    counted (TensorFlow semantics). Shapes as for :class:`MaxPooling1D`."""
+
+    rank = 1
+
+
+class AveragePooling2D(_AvgPool):
     """Mean over ``pool_size`` windows; with ``'same'`` padding, padded positions are not
     counted (TensorFlow semantics). Shapes as for :class:`MaxPooling2D`.
 
     ``pool_size`` defaults to (2, 2) here (Keras requires it)."""
 
-    _cast_int_inputs = True
     rank = 2
-    kind = "avg"
 
     def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
                  **kwargs) -> None:
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
-class AveragePooling3D(_Pool):
+class AveragePooling3D(_AvgPool):
     """Mean over ``pool_size`` boxes of ``(batch, d, h, w, c)`` volumes (padding not
     counted)."""
 
-    _cast_int_inputs = True
     rank = 3
-    kind = "avg"
-
-    def __init__(self, pool_size, strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
-        super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
 class _GlobalPool(Layer):

@@ -29,7 +29,10 @@ def repeat_axis(x, repeats: int, axis: int):
 
 def _spatial_pairs(layer: str, arg: str, value, n: int) -> tuple:
     """Keras's padding/cropping forms: an int, ``n`` ints (symmetric per axis) or ``n``
-    (before, after) pairs -> ``n`` pairs of non-negative ints."""
+    (before, after) pairs (for ``n = 1``: an int or one pair) -> ``n`` pairs of
+    non-negative ints."""
+    if n == 1 and not isinstance(value, int):
+        value = (value,)
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise ValueError(f"{layer}: `{arg}` cannot be negative; received {arg}={value!r}")
@@ -142,16 +145,25 @@ class UpSampling3D(_UpSampling):
         super().__init__(size, data_format, **kwargs)
 
 
-class _ZeroPadding(_Spatial):
-    def __init__(self, padding, data_format=None, **kwargs) -> None:
-        super().__init__(data_format, **kwargs)
-        self.padding = _spatial_pairs(type(self).__name__, "padding", padding, self.rank)
+class _Pairs(_Spatial):
+    """Zero padding or cropping: ``arg`` is one (before, after) pair per spatial axis
+    (its config value: that pair for 1-D layers, as Keras)."""
 
-    def _last(self, x):
-        return _array.pad(x, ((0, 0), *self.padding, (0, 0)))
+    arg = "padding"
+
+    def __init__(self, value, data_format=None, **kwargs) -> None:
+        super().__init__(data_format, **kwargs)
+        setattr(self, self.arg, _spatial_pairs(type(self).__name__, self.arg, value,
+                                               self.rank))
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "padding": self.padding}
+        pairs = getattr(self, self.arg)
+        return {**super().get_config(), self.arg: pairs[0] if self.rank == 1 else pairs}
+
+
+class _ZeroPadding(_Pairs):
+    def _last(self, x):
+        return _array.pad(x, ((0, 0), *self.padding, (0, 0)))
 
 
 class ZeroPadding1D(_ZeroPadding):
@@ -166,12 +178,7 @@ class ZeroPadding1D(_ZeroPadding):
     rank = 1
 
     def __init__(self, padding=1, data_format=None, **kwargs) -> None:
-        super().__init__((padding,) if not isinstance(padding, int) else padding,
-                         data_format, **kwargs)
-        self.padding = self.padding  # ((before, after),)
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "padding": self.padding[0]}
+        super().__init__(padding, data_format, **kwargs)
 
 
 class ZeroPadding2D(_ZeroPadding):
@@ -194,10 +201,8 @@ class ZeroPadding3D(_ZeroPadding):
         super().__init__(padding, data_format, **kwargs)
 
 
-class _Cropping(_Spatial):
-    def __init__(self, cropping, data_format=None, **kwargs) -> None:
-        super().__init__(data_format, **kwargs)
-        self.cropping = _spatial_pairs(type(self).__name__, "cropping", cropping, self.rank)
+class _Cropping(_Pairs):
+    arg = "cropping"
 
     def _last(self, x):
         sizes = x.shape[1:-1]
@@ -207,9 +212,6 @@ class _Cropping(_Spatial):
                              f"spatial axis of the input (spatial shape {tuple(sizes)})")
         return x[(slice(None), *(slice(lo, n - hi) for (lo, hi), n in
                                  zip(self.cropping, sizes)), slice(None))]
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "cropping": self.cropping}
 
 
 class Cropping1D(_Cropping):
@@ -224,10 +226,10 @@ class Cropping1D(_Cropping):
     rank = 1
 
     def __init__(self, cropping=(1, 1), **kwargs) -> None:
-        super().__init__((cropping,) if not isinstance(cropping, int) else cropping, **kwargs)
+        super().__init__(cropping, **kwargs)
 
     def get_config(self) -> dict:
-        config = {**super().get_config(), "cropping": self.cropping[0]}
+        config = super().get_config()
         del config["data_format"]  # Keras's Cropping1D has no data_format
         return config
 

@@ -70,6 +70,7 @@ from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import nn as _nn
+from layerkit.ops.spatial import same_pads, spatial_arg
 
 __all__ = ["conv2d", "conv2d_transpose", "depthwise_conv2d", "max_pool2d", "avg_pool2d"]
 
@@ -772,31 +773,7 @@ def _data_format(op: str, data_format) -> None:
 
 def _hw(op: str, what: str, value, default=None) -> tuple:
     """Normalise TF's int / [v] / [h, w] / [1, h, w, 1] to (h, w), each >= 1."""
-    if value is None:
-        value = default
-    if isinstance(value, Tensor):
-        value = np.asarray(value._v).tolist()
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (int, np.integer)):
-        vals = (int(value), int(value))
-    elif isinstance(value, (list, tuple)) and len(value) in (1, 2, 4) and all(
-            isinstance(v, (int, np.integer)) for v in value):
-        value = [int(v) for v in value]
-        if len(value) == 4:
-            if value[0] != 1 or value[3] != 1:
-                raise ValueError(
-                    f"{op}: {what} along the batch and channel axes must be 1 (NHWC); "
-                    f"received {what}={value}")
-            vals = (value[1], value[2])
-        else:
-            vals = (value[0], value[-1])
-    else:
-        raise ValueError(
-            f"{op}: {what} must be an int or a list of 1, 2 or 4 ints; received {what}={value!r}")
-    if vals[0] < 1 or vals[1] < 1:
-        raise ValueError(f"{op}: {what} must be >= 1; received {what}={value!r}")
-    return vals
+    return spatial_arg(op, what, value, 2, default)
 
 
 def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
@@ -806,12 +783,7 @@ def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
         if mode == "VALID":
             pads = _NO_PAD
         elif mode == "SAME":
-            pads = []
-            for n, k, s, d in zip(in_hw, k_hw, strides, dilations):
-                out = -(-n // s)
-                total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
-                pads.append((total // 2, total - total // 2))
-            pads = tuple(pads)
+            pads = tuple(same_pads(*a) for a in zip(in_hw, k_hw, strides, dilations))
         else:
             raise ValueError(
                 f"{op}: padding must be 'SAME', 'VALID' or explicit "

@@ -43,6 +43,7 @@ from layerkit.ops import conv as _conv
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import nn as _nn
 from layerkit.ops.conv import _arg, _out_len, _value
+from layerkit.ops.spatial import same_pads, spatial_arg
 
 __all__ = ["conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
            "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
@@ -143,41 +144,6 @@ _ND, _ND_BPI, _ND_BPF = _conv._conv_family("conv_nd", _nd_fwd, _nd_bpi_fwd, _nd_
 # =====================================================================================
 # Argument checking
 # =====================================================================================
-def spatial_arg(op: str, what: str, value, rank: int, default=None) -> tuple:
-    """Normalise TF's int / [v] / [v1..vn] / [1, v1..vn, 1] to an n-tuple of ints >= 1."""
-    if value is None:
-        value = default
-    if isinstance(value, Tensor):
-        value = np.asarray(value._v).tolist()
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        vals = (int(value),) * rank
-    elif isinstance(value, (list, tuple)) and len(value) in {1, rank, rank + 2} and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value):
-        value = [int(v) for v in value]
-        if len(value) == rank + 2:
-            if value[0] != 1 or value[-1] != 1:
-                raise ValueError(f"{op}: {what} along the batch and channel axes must be 1; "
-                                 f"received {what}={value}")
-            value = value[1:-1]
-        vals = tuple(value) * rank if len(value) == 1 else tuple(value)
-    else:
-        raise ValueError(f"{op}: {what} must be an int or a list of 1, {rank} or {rank + 2} "
-                         f"ints; received {what}={value!r}")
-    if min(vals) < 1:
-        raise ValueError(f"{op}: {what} must be >= 1; received {what}={value!r}")
-    return vals
-
-
-def same_pads(size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TensorFlow's SAME padding of one axis: output ceil(size / stride), the odd element
-    of padding after."""
-    out = -(-size // stride)
-    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
-
-
 def resolve_padding(op: str, padding, sizes, ksize, strides, dilations) -> tuple:
     """'VALID', 'SAME' or explicit pairs (one per axis, batch and channel pairs [0, 0])
     -> (((lo, hi), ...) per spatial axis, output sizes)."""

@@ -12,7 +12,7 @@ from layerkit.layers import (
     MaxPooling2D,
 )
 
-from .layer_test_util import run_layer_test
+from .layer_test_util import loss_and_grads_fn, run_layer_test
 
 
 def _x(*shape, seed=0):
@@ -142,14 +142,7 @@ def test_fused_layer_records_under_function_trace_match_eager():
     layers = [Conv2D(3, 3, padding="same", activation="relu"), MaxPooling2D(2), Flatten(),
               Dense(4, activation="relu"), Dense(2)]
 
-    def loss_and_grads(x):
-        with lk.GradientTape() as tape:
-            h = x
-            for layer in layers:
-                h = layer(h)
-            loss = lk.reduce_sum(h * h)
-        weights = [w for layer in layers for w in layer.trainable_weights]
-        return [loss] + tape.gradient(loss, weights)
+    loss_and_grads = loss_and_grads_fn(layers)
 
     compiled = function(loss_and_grads)
     for seed in range(3):
