@@ -1,6 +1,7 @@
 """Gradient-table rows for layerkit/ops/conv_nd.py and layerkit/ops/image.py.
 
-Records: the grouped N-D convolution family (``conv_nd`` and its two backprops) and the
+Records: the N-D convolution family (``conv_nd`` and its two backprops; grouped
+convolutions reach it through a block-diagonal kernel) and the
 linear resampling pairs (``resize``/``resize_backprop``,
 ``affine_transform``/``affine_transform_backprop``). The resampling ops are linear in
 the image, so their rows square the result: the upstream gradient then depends on the
@@ -28,9 +29,8 @@ def _distinct(*shape) -> np.ndarray:
     return (_rng.permutation(n).astype(np.float64) * 0.1 - n * 0.05).reshape(shape)
 
 
-def _geo(rank, s=1, pads=None, d=1, groups=1):
-    return {"strides": (s,) * rank, "pads": pads or ((0, 0),) * rank,
-            "dilations": (d,) * rank, "groups": groups}
+def _geo(rank, s=1, pads=None, d=1):
+    return {"strides": (s,) * rank, "pads": pads or ((0, 0),) * rank, "dilations": (d,) * rank}
 
 
 _T = np.array([[0.9, -0.3, 1.2, 0.4, 1.1, -0.7, 0, 0], [1.3, 0.2, -2.5, -0.1, 0.8, 3.1, 0, 0]])
@@ -42,23 +42,26 @@ def _sq(t):
 
 
 ROWS = [
-    # ---- conv_nd family (3-D; grouped 1-D/2-D with several channels per group) --------
+    # ---- conv_nd family (3-D) ----------------------------------------------------------
     {"name": "conv_nd", "args": [_r(1, 4, 3, 4, 4), _r(2, 2, 2, 2, 4)],
      "fn": lambda x, w: N.conv3d(x, w, [1, 2, 1, 2, 1], "SAME")},
     {"name": "conv_nd", "args": [_r(1, 5, 4, 4, 2), _r(2, 1, 2, 2, 3)],
      "fn": lambda x, w: N.conv3d(x, w, 1, "VALID", dilations=[2, 1, 2])},
-    {"name": "conv_nd", "args": [_r(2, 6, 4), _r(3, 2, 4)],
+    {"name": "conv_nd", "args": [_r(1, 3, 4, 3, 4), _r(2, 2, 2, 2, 4)],  # 2 groups
+     "fn": lambda x, w: N.conv3d(x, w, 1, "SAME")},
+    # ---- grouped 1-D/2-D (block-diagonal kernels through conv2d) ----------------------
+    {"name": "conv1d", "args": [_r(2, 6, 4), _r(3, 2, 4)],
      "fn": lambda x, w: N.conv1d(x, w, 2, "SAME")},
-    {"name": "conv_nd", "args": [_r(1, 5, 4, 6), _r(2, 3, 2, 6)],
+    {"name": "convolution", "args": [_r(1, 5, 4, 6), _r(2, 3, 2, 6)],
      "fn": lambda x, w: N.convolution(x, w, 1, [[0, 0], [1, 0], [0, 2], [0, 0]])},
     {"name": "conv_nd_backprop_input", "args": [_r(1, 2, 2, 3, 3), _r(2, 2, 2, 2, 3)],
      "fn": lambda g, w: N.conv3d_transpose(g, w, (1, 4, 3, 5, 2), [2, 2, 2], "SAME")},
     {"name": "conv_nd_backprop_input", "args": [_r(2, 6, 4), _r(3, 2, 4)],
-     "fn": lambda g, w: apply(N._ND_BPI, g, w, input_shape=(2, 6, 4),
-                              **_geo(1, pads=((1, 1),), groups=2))},
+     "fn": lambda g, w: apply(N._ND_BPI, g, w, input_shape=(2, 6, 2),
+                              **_geo(1, pads=((1, 1),)))},
     {"name": "conv_nd_backprop_filter", "args": [_r(1, 4, 3, 4, 2), _r(1, 2, 2, 2, 4)],
-     "fn": lambda x, g: apply(N._ND_BPF, x, g, filter_shape=(2, 2, 2, 1, 4),
-                              **_geo(3, s=2, pads=((0, 0), (0, 1), (0, 0)), groups=2))},
+     "fn": lambda x, g: apply(N._ND_BPF, x, g, filter_shape=(2, 2, 2, 2, 4),
+                              **_geo(3, s=2, pads=((0, 0), (0, 1), (0, 0))))},
     # ---- public composites ---------------------------------------------------------
     {"name": "conv1d", "args": [_r(2, 6, 3), _r(3, 3, 2)],
      "fn": lambda x, w: N.conv1d(x, w, 1, "SAME", dilations=2)},
