@@ -1,11 +1,28 @@
 """``lk.nn``: activations, softmax, convolution and pooling, dropout, normalisation and
-cross-entropy ops (TensorFlow names and semantics; images NHWC, kernels HWIO).
+cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / NDHWC, kernels
+*spatial-IO).
 
     >>> import layerkit as lk
     >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
     array([[0.5, 0.5]], dtype=float32)
 """
 from layerkit.ops.conv import avg_pool2d, conv2d, conv2d_transpose, depthwise_conv2d, max_pool2d
+from layerkit.ops.conv_nd import (
+    avg_pool,
+    avg_pool1d,
+    avg_pool3d,
+    conv1d,
+    conv1d_transpose,
+    conv3d,
+    conv3d_transpose,
+    conv_transpose,
+    convolution,
+    max_pool,
+    max_pool1d,
+    max_pool3d,
+    pool,
+    separable_conv2d,
+)
 from layerkit.ops.nn import (
     batch_normalization,
     dropout,
@@ -34,4 +51,7 @@ __all__ = [
     "max_pool2d", "avg_pool2d", "dropout", "moments", "batch_normalization",
     "l2_normalize", "softmax_cross_entropy_with_logits",
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
+    "conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
+    "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
+    "avg_pool3d", "max_pool", "avg_pool", "pool",
 ]

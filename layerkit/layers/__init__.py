@@ -9,6 +9,15 @@ Example:
 from layerkit.layers.activation_layers import ELU, LeakyReLU, PReLU, ReLU, Softmax
 from layerkit.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
 from layerkit.layers.conv import Conv2D, Conv2DTranspose, DepthwiseConv2D
+from layerkit.layers.conv_nd import (
+    Conv1D,
+    Conv1DTranspose,
+    Conv3D,
+    Conv3DTranspose,
+    DepthwiseConv1D,
+    SeparableConv1D,
+    SeparableConv2D,
+)
 from layerkit.layers.core import (
     Activation,
     Dense,
@@ -48,10 +57,31 @@ from layerkit.layers.normalization import (
     UnitNormalization,
 )
 from layerkit.layers.pooling import (
+    AveragePooling1D,
     AveragePooling2D,
+    AveragePooling3D,
+    GlobalAveragePooling1D,
     GlobalAveragePooling2D,
+    GlobalAveragePooling3D,
+    GlobalMaxPooling1D,
     GlobalMaxPooling2D,
+    GlobalMaxPooling3D,
+    MaxPooling1D,
     MaxPooling2D,
+    MaxPooling3D,
+)
+from layerkit.layers.preprocessing import (
+    CategoryEncoding,
+    CenterCrop,
+    Discretization,
+    Normalization,
+    RandomContrast,
+    RandomFlip,
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
+    Rescaling,
+    Resizing,
 )
 from layerkit.layers.recurrent import GRU, LSTM, RNN, Bidirectional, SimpleRNN, TimeDistributed
 from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
@@ -65,12 +95,31 @@ from layerkit.layers.regularization import (
     SpatialDropout3D,
 )
 from layerkit.layers.reshaping import Permute, RepeatVector
+from layerkit.layers.reshaping_spatial import (
+    Cropping1D,
+    Cropping2D,
+    Cropping3D,
+    UpSampling1D,
+    UpSampling2D,
+    UpSampling3D,
+    ZeroPadding1D,
+    ZeroPadding2D,
+    ZeroPadding3D,
+)
 from layerkit.layers.symbolic import Node, SymbolicTensor
 from layerkit.layers.tracking import reset_uids
 
 # Keras aliases
 MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D
 GlobalAvgPool2D, GlobalMaxPool2D = GlobalAveragePooling2D, GlobalMaxPooling2D
+MaxPool1D, MaxPool3D = MaxPooling1D, MaxPooling3D
+AvgPool1D, AvgPool3D = AveragePooling1D, AveragePooling3D
+GlobalMaxPool1D, GlobalMaxPool3D = GlobalMaxPooling1D, GlobalMaxPooling3D
+GlobalAvgPool1D, GlobalAvgPool3D = GlobalAveragePooling1D, GlobalAveragePooling3D
+Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D
+Convolution1DTranspose, Convolution2DTranspose, Convolution3DTranspose = (
+    Conv1DTranspose, Conv2DTranspose, Conv3DTranspose)
+SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
 
 __all__ = [
     "Layer", "InputSpec", "SymbolicTensor", "Node", "reset_uids",
@@ -91,4 +140,17 @@ __all__ = [
     "GaussianDropout", "AlphaDropout", "ActivityRegularization",
     "GroupNormalization", "UnitNormalization", "Masking", "get_keras_mask", "set_keras_mask",
     "StackedRNNCells", "Attention", "AdditiveAttention",
+    # spatial and preprocessing layers (issue #14)
+    "Conv1D", "Conv3D", "Conv1DTranspose", "Conv3DTranspose", "DepthwiseConv1D",
+    "SeparableConv1D", "SeparableConv2D", "MaxPooling1D", "MaxPooling3D", "AveragePooling1D",
+    "AveragePooling3D", "GlobalMaxPooling1D", "GlobalMaxPooling3D", "GlobalAveragePooling1D",
+    "GlobalAveragePooling3D", "MaxPool1D", "MaxPool3D", "AvgPool1D", "AvgPool3D",
+    "GlobalMaxPool1D", "GlobalMaxPool3D", "GlobalAvgPool1D", "GlobalAvgPool3D",
+    "Convolution1D", "Convolution2D", "Convolution3D", "Convolution1DTranspose",
+    "Convolution2DTranspose", "Convolution3DTranspose", "SeparableConvolution1D",
+    "SeparableConvolution2D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
+    "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D",
+    "Cropping3D", "Normalization", "Rescaling", "Discretization", "CategoryEncoding",
+    "Resizing", "CenterCrop", "RandomFlip", "RandomRotation", "RandomZoom",
+    "RandomTranslation", "RandomContrast",
 ]

@@ -70,6 +70,7 @@ from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import nn as _nn
+from layerkit.ops.spatial import same_pads, spatial_arg
 
 __all__ = ["conv2d", "conv2d_transpose", "depthwise_conv2d", "max_pool2d", "avg_pool2d"]
 
@@ -304,24 +305,23 @@ def _conv_family(name: str, conv_fwd, bpi_fwd, bpf_fwd) -> tuple[Op, Op, Op]:
 
     All three are bilinear with ``<h, B(g, w)> = <C(h, w), g>`` and
     ``<h, F(x, g)> = <C(x, h), g>``, so each one's partials are the other two records.
+    The geometry attributes (``strides``, ``pads``, ``dilations``, and any others such as
+    ``groups``) pass through unchanged.
     """
-    def conv_vjp(g, ins, y, needs, strides, pads, dilations):
+    def conv_vjp(g, ins, y, needs, **geo):
         x, w = ins
-        geo = {"strides": strides, "pads": pads, "dilations": dilations}
         gx = apply(bpi, g, w, input_shape=x.shape, **geo) if needs[0] else None
         gw = apply(bpf, x, g, filter_shape=w.shape, **geo) if needs[1] else None
         return gx, gw
 
-    def bpi_vjp(h, ins, dx, needs, input_shape, strides, pads, dilations):
+    def bpi_vjp(h, ins, dx, needs, input_shape, **geo):
         g, w = ins
-        geo = {"strides": strides, "pads": pads, "dilations": dilations}
         gg = apply(conv, h, w, **geo) if needs[0] else None
         gw = apply(bpf, h, g, filter_shape=w.shape, **geo) if needs[1] else None
         return gg, gw
 
-    def bpf_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
+    def bpf_vjp(h, ins, dw, needs, filter_shape, **geo):
         x, g = ins
-        geo = {"strides": strides, "pads": pads, "dilations": dilations}
         gx = apply(bpi, g, h, input_shape=x.shape, **geo) if needs[0] else None
         gg = apply(conv, x, h, **geo) if needs[1] else None
         return gx, gg
@@ -451,8 +451,8 @@ def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
     # rule is that record's (bilinear in x and g); cols gets None: its dependence on x is
     # counted once, through x, and no gradient reaches fused_conv2d's patch output.
     x, _, g = ins
-    gx, gg = _CONV_BPF.vjp(h, (x, g), dw, (needs[0], needs[2]), filter_shape, strides, pads,
-                           dilations)
+    gx, gg = _CONV_BPF.vjp(h, (x, g), dw, (needs[0], needs[2]), filter_shape,
+                           strides=strides, pads=pads, dilations=dilations)
     return gx, None, gg
 
 
@@ -478,8 +478,8 @@ def _bpf_bias_cols_vjp(hs, ins, outs, needs, filter_shape, strides, pads, dilati
     # conv2d_backprop_filter_from_patches.
     hw, hb = hs
     x, _, g = ins
-    gx, gg = _CONV_BPF.vjp(hw, (x, g), outs[0], (needs[0], needs[2]), filter_shape, strides,
-                           pads, dilations)
+    gx, gg = _CONV_BPF.vjp(hw, (x, g), outs[0], (needs[0], needs[2]), filter_shape,
+                           strides=strides, pads=pads, dilations=dilations)
     if needs[2]:
         gb = _array.broadcast_to(hb, g.shape)
         gg = gb if gg is None else gg + gb
@@ -773,31 +773,7 @@ def _data_format(op: str, data_format) -> None:
 
 def _hw(op: str, what: str, value, default=None) -> tuple:
     """Normalise TF's int / [v] / [h, w] / [1, h, w, 1] to (h, w), each >= 1."""
-    if value is None:
-        value = default
-    if isinstance(value, Tensor):
-        value = np.asarray(value._v).tolist()
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, (int, np.integer)):
-        vals = (int(value), int(value))
-    elif isinstance(value, (list, tuple)) and len(value) in (1, 2, 4) and all(
-            isinstance(v, (int, np.integer)) for v in value):
-        value = [int(v) for v in value]
-        if len(value) == 4:
-            if value[0] != 1 or value[3] != 1:
-                raise ValueError(
-                    f"{op}: {what} along the batch and channel axes must be 1 (NHWC); "
-                    f"received {what}={value}")
-            vals = (value[1], value[2])
-        else:
-            vals = (value[0], value[-1])
-    else:
-        raise ValueError(
-            f"{op}: {what} must be an int or a list of 1, 2 or 4 ints; received {what}={value!r}")
-    if vals[0] < 1 or vals[1] < 1:
-        raise ValueError(f"{op}: {what} must be >= 1; received {what}={value!r}")
-    return vals
+    return spatial_arg(op, what, value, 2, default)
 
 
 def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
@@ -807,12 +783,7 @@ def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
         if mode == "VALID":
             pads = _NO_PAD
         elif mode == "SAME":
-            pads = []
-            for n, k, s, d in zip(in_hw, k_hw, strides, dilations):
-                out = -(-n // s)
-                total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
-                pads.append((total // 2, total - total // 2))
-            pads = tuple(pads)
+            pads = tuple(same_pads(*a) for a in zip(in_hw, k_hw, strides, dilations))
         else:
             raise ValueError(
                 f"{op}: padding must be 'SAME', 'VALID' or explicit "

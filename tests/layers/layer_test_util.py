@@ -95,3 +95,18 @@ def run_layer_test(cls, kwargs: dict, input_data, expected_output_shape: tuple |
         data = data.astype(np.float64) if data.dtype.kind == "f" else data
         check_layer_grads(layer64, [data], call_kwargs, order=grad_order)
     return np.asarray(out)
+
+
+def loss_and_grads_fn(layers: list):
+    """``x -> [loss, *gradients]`` for ``loss = sum(stack(x) ** 2)`` through ``layers`` in
+    turn, with the gradients of every trainable weight: compare it eagerly and compiled."""
+    def loss_and_grads(x):
+        with lk.GradientTape() as tape:
+            h = x
+            for layer in layers:
+                h = layer(h)
+            loss = lk.reduce_sum(h * h)
+        weights = [w for layer in layers for w in layer.trainable_weights]
+        return [loss] + tape.gradient(loss, weights)
+
+    return loss_and_grads

@@ -12,7 +12,7 @@ from layerkit.layers import (
     MaxPooling2D,
 )
 
-from .layer_test_util import run_layer_test
+from .layer_test_util import loss_and_grads_fn, run_layer_test
 
 
 def _x(*shape, seed=0):
@@ -72,8 +72,13 @@ def test_conv2d_activation_and_errors():
         layer(_x(4, 4, 2))
     with pytest.raises(ValueError, match="padding"):
         Conv2D(2, 3, padding="full")
-    with pytest.raises(ValueError, match="channels_last"):
-        Conv2D(2, 3, data_format="channels_first")
+    with pytest.raises(ValueError, match="`data_format` must be 'channels_last' or "
+                                         "'channels_first'; received 'NHWC'"):
+        Conv2D(2, 3, data_format="NHWC")
+    with pytest.raises(ValueError, match=r"strides > 1.*dilation_rate > 1"):
+        Conv2D(2, 3, strides=2, dilation_rate=2)
+    with pytest.raises(ValueError, match=r"input channels must be evenly divisible.*groups=2"):
+        Conv2D(2, 3, groups=2)(_x(1, 4, 4, 3))
 
 
 @pytest.mark.parametrize("kwargs,out_hw", [
@@ -137,14 +142,7 @@ def test_fused_layer_records_under_function_trace_match_eager():
     layers = [Conv2D(3, 3, padding="same", activation="relu"), MaxPooling2D(2), Flatten(),
               Dense(4, activation="relu"), Dense(2)]
 
-    def loss_and_grads(x):
-        with lk.GradientTape() as tape:
-            h = x
-            for layer in layers:
-                h = layer(h)
-            loss = lk.reduce_sum(h * h)
-        weights = [w for layer in layers for w in layer.trainable_weights]
-        return [loss] + tape.gradient(loss, weights)
+    loss_and_grads = loss_and_grads_fn(layers)
 
     compiled = function(loss_and_grads)
     for seed in range(3):

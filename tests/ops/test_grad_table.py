@@ -16,13 +16,21 @@ import layerkit as lk
 import layerkit.ops
 from layerkit._core.op import Op, wrap
 from layerkit.autodiff.check import GradientCheckError, check_grads
-from tests.ops import rows_conv, rows_elementwise, rows_nn, rows_reduce_array_linalg, rows_rnn
+from tests.ops import (
+    rows_conv,
+    rows_conv_nd,
+    rows_elementwise,
+    rows_nn,
+    rows_reduce_array_linalg,
+    rows_rnn,
+)
 
 ROWS = [
     *rows_elementwise.ROWS,
     *rows_reduce_array_linalg.ROWS,
     *rows_nn.ROWS,
     *rows_conv.ROWS,
+    *rows_conv_nd.ROWS,
     *rows_rnn.ROWS,
 ]
 

@@ -1,0 +1,21 @@
+"""Preprocessing layers: numeric (Normalization, Rescaling, Discretization,
+CategoryEncoding), image (Resizing, CenterCrop) and random augmentation (RandomFlip,
+RandomRotation, RandomZoom, RandomTranslation, RandomContrast)."""
+from layerkit.layers.preprocessing.augment import (
+    RandomContrast,
+    RandomFlip,
+    RandomRotation,
+    RandomTranslation,
+    RandomZoom,
+)
+from layerkit.layers.preprocessing.image import CenterCrop, Resizing
+from layerkit.layers.preprocessing.numeric import (
+    CategoryEncoding,
+    Discretization,
+    Normalization,
+    Rescaling,
+)
+
+__all__ = ["Normalization", "Rescaling", "Discretization", "CategoryEncoding", "Resizing",
+           "CenterCrop", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation",
+           "RandomContrast"]
