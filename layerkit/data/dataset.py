@@ -19,8 +19,9 @@ from layerkit.data import structure as _st
 from layerkit.data.arrow import DEFAULT_READ_BATCH, ArrowNode, CsvNode, ParquetNode
 from layerkit.data.batch import BatchNode, PaddedBatchNode, UnbatchNode
 from layerkit.data.cache import CacheNode
+from layerkit.data.filter import FilterNode
 from layerkit.data.interleave import InterleaveNode
-from layerkit.data.map import FilterNode, MapNode
+from layerkit.data.map import MapNode
 from layerkit.data.node import (
     AUTOTUNE,
     INFINITE,

@@ -289,6 +289,11 @@ def fn_name(fn) -> str:
     return name or type(fn).__name__
 
 
+def fn_note(fn, i: int, what: str = "map") -> str:
+    """The note added to an error that ``fn`` raised on input element ``i`` of a pass."""
+    return f"raised by {fn_name(fn)} in Dataset.{what} on input element {i} of this pass"
+
+
 def fast_sources(it: NodeIterator, ended: list):
     """What a chain over ``it``'s elements runs: ``it.fast_iter()``, and a new one while
     the last one stopped early; ``ended[0]`` is set when the chain has seen the end."""
