@@ -45,18 +45,19 @@ class FilterIterator(ScalarStateIterator):
             self._count = i + 1
             try:
                 keep = fn(*elem) if type(elem) is tuple else fn(elem)
-                keep = _as_bool(keep)
+                keep = as_bool(keep, "filter")
             except Exception as e:
                 raise annotate(e, fn_note(fn, i, "filter"))  # noqa: B904 (the caught error itself)
             if keep:
                 return elem
 
 
-def _as_bool(value) -> bool:
+def as_bool(value, what: str = "filter") -> bool:
+    """A predicate's result as a bool (a scalar bool Tensor/array, or a Python bool)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     a = np.asarray(value._v if isinstance(value, Tensor) else value)
     if a.shape != () or a.dtype != np.bool_:
-        raise TypeError(f"the filter predicate must return a scalar bool, received "
+        raise TypeError(f"the {what} predicate must return a scalar bool, received "
                         f"{a.dtype.name} with shape {a.shape}")
     return bool(a)
