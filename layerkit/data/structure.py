@@ -208,9 +208,12 @@ def to_tensor(value) -> Tensor:
         return wrap(np.asarray(value.encode() if isinstance(value, str) else value, dtype="S"))
     if value is None:
         raise TypeError("None is not a valid dataset element value")
-    if is_dataset(value):  # a window: a Dataset as an element, as in tf.data
-        return value
-    a = to_array(value)
+    try:
+        a = to_array(value)
+    except TypeError:
+        if is_dataset(value):  # a window: a Dataset as an element, as in tf.data
+            return value
+        raise
     if a.dtype.kind == "U":
         a = np.char.encode(a, "utf-8")
     return wrap(a)
