@@ -87,6 +87,8 @@ def reshape(x, shape) -> Tensor:
         ValueError: naming both shapes and sizes when the element counts differ.
     """
     shape = _shape_arg(shape)
+    if shape and min(shape) < -1:  # NumPy takes any negative size for -1; TF does not
+        raise _reshape_error(_shape_of(x), shape)
     try:
         return apply(_RESHAPE, x, shape=shape)
     except ValueError:
@@ -440,9 +442,28 @@ def pad(x, paddings, mode: str = "CONSTANT", constant_values=0) -> Tensor:
                 )
     if isinstance(constant_values, Tensor):
         constant_values = np.asarray(constant_values._v)
+    if np.ndim(constant_values) != 0:
+        raise ValueError(f"pad: constant_values must be a scalar, received {constant_values!r}")
     cv = constant_values.item() if isinstance(constant_values, (np.ndarray, np.generic)) \
         else constant_values
+    dt = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    if m == "CONSTANT" and dt.kind in "biu":
+        _exact_fill(cv, dt)
     return apply(_PAD, x, paddings=pads, mode=m, constant_values=cv)
+
+
+def _exact_fill(value, dtype: np.dtype) -> None:
+    # As TF converts constant_values to the tensor's dtype: 2.5 for an int tensor, -1 for
+    # a uint8 or bool one are refused, never truncated or wrapped around.
+    v = np.asarray(value)
+    if v.dtype.kind not in "biuf" or (v.dtype.kind == "f" and not (
+            np.isfinite(v) and float(v).is_integer())):
+        raise TypeError(f"pad: constant_values {value!r} is not an integer, but the tensor "
+                        f"has dtype {dtype.name}")
+    lo, hi = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if not lo <= int(v) <= hi:
+        raise ValueError(f"pad: constant_values {value!r} does not fit in the tensor's dtype "
+                         f"{dtype.name} ({lo}..{hi})")
 
 
 # ---- indexing pairs: forward = x[key], adjoint = scatter-add into zeros --------------

@@ -15,6 +15,12 @@ dtypes: Python scalars stay weak (``float32 * 2.0`` is float32, NumPy 2 rules, s
 Python scalars through an op (that would produce a strong ``np.float64``) and never
 uses NumPy float64 constants, so float32 gradients stay float32.
 
+Integer and bool inputs: float-only math (sqrt, rsqrt, exp, expm1, log, log1p, sin, cos,
+tan, tanh, sigmoid, erf) raises a TypeError naming the op and dtype, as in TensorFlow
+(``_fast1f``). The other ops follow NumPy 2 on them: integer arithmetic wraps around (as
+in TF), ``/`` of integers gives float64, ``+``/``*`` of bools are or/and, and the
+operations NumPy refuses (``-bool``, ``int8 + 1000``) raise errors that name the op.
+
 Gradient conventions follow TensorFlow: ``abs``/``sign`` use sign(0) = 0; ``maximum``
 and ``minimum`` send the gradient of a tie to the first argument; ``floor``, ``ceil``,
 ``round``, ``sign`` and ``floordiv`` have zero gradients; comparisons and logical ops

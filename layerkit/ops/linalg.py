@@ -263,7 +263,7 @@ def tensordot(a, b, axes) -> Tensor:
     sa, sb = _shape_of(a), _shape_of(b)
     if isinstance(axes, Tensor):
         axes = np.asarray(axes._v).tolist()
-    if isinstance(axes, (int, np.integer)) or np.ndim(axes) == 0:
+    if not isinstance(axes, (list, tuple, np.ndarray)):
         n = int_arg(axes, "tensordot", "axes")
         if not 0 <= n <= min(len(sa), len(sb)):
             raise ValueError(

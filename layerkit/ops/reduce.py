@@ -1,8 +1,14 @@
 """Reduction records: reduce_sum/mean/max/min/prod/logsumexp, cumsum/cumprod, argmax/argmin.
 
 Every reduction takes ``axis=None|int|tuple|list`` (negative axes allowed, ``None`` means
-all axes, ``()`` means none) and ``keepdims``. The axis is normalised once, in the public
-function, to a sorted tuple of non-negative ints: that tuple is the record's attribute.
+all axes, ``()`` means none, a repeated axis counts once as in TF; non-integers are a
+TypeError) and ``keepdims``. The axis is normalised once, in the public function, to a
+sorted tuple of non-negative ints: that tuple is the record's attribute.
+
+dtypes: integer sums, products and cumulative sums stay in the input dtype and wrap
+around as in TensorFlow; integer means truncate toward zero and are exact (summed in 64
+bits, or Python ints when that could wrap); float16 means sum in float32. The float-only
+reductions (logsumexp, variance, std) refuse integer and bool input with a TypeError.
 
 Gradient conventions (TensorFlow's):
 - ``reduce_max``/``reduce_min`` split the upstream gradient equally among tied extrema.
@@ -140,11 +146,13 @@ def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
 
     Args:
         x: a tensor-like value.
-        axis: None, an int or a tuple/list of ints (negative counts from the end).
+        axis: None, an int or a tuple/list of ints (negative counts from the end; a
+            repeated axis is reduced once, as in TensorFlow).
         keepdims: keep reduced axes with length 1.
 
     Raises:
-        ValueError: an axis is out of range or repeated (names the axis and rank).
+        TypeError: an axis is not an integer (``axis=1.5``).
+        ValueError: an axis is out of range (names the axis and rank).
     """
     if axis is None:  # the loss case: skip the axis normalisation
         return apply(_SUM, x, axis=None, keepdims=keepdims is True or bool(keepdims))
@@ -155,19 +163,27 @@ def _mean_fwd(x, axis, keepdims):
     k = x.dtype.kind
     if k in "fc":
         n = _count(x.shape, axis)
+        # add.reduce + one divide (rounded once, as NumPy and TF): np.mean's Python
+        # dispatch costs ~4 us per call. An empty slice gives nan, without a warning.
+        dt = x.dtype.type
         if x.dtype.itemsize < 4 and k == "f":  # float16 sums overflow: add in float32
-            s = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float32)
-            return (s * (1 / n) if n else s * np.nan).astype(x.dtype)
-        # add.reduce + one multiply: np.mean's Python dispatch costs ~4 us per call.
-        s = np.add.reduce(x, axis=axis, keepdims=keepdims)
-        return s * (x.dtype.type(1) / x.dtype.type(n)) if n else s * x.dtype.type(np.nan)
+            dt = np.float32
+            s = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=dt)
+        else:
+            s = np.add.reduce(x, axis=axis, keepdims=keepdims)
+        s = s / dt(n) if n else s * dt(np.nan)
+        return s.astype(x.dtype, copy=False) if dt is np.float32 else s
     if k == "b":
         return np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float32)
-    # Integer mean truncates toward zero in the input dtype, like TensorFlow; the sum is
-    # taken in 64 bits, so an int8 mean of [100, 100] is 100, not a wrapped -28.
+    # Integer mean truncates toward zero in the input dtype, like TensorFlow, but exactly:
+    # the sum is taken in 64 bits (an int8 mean of [100, 100] is 100, not a wrapped -28),
+    # and in Python ints when a 64-bit sum might wrap around (the mean always fits).
     s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64 if k == "i" else np.uint64)
-    n = max(_count(x.shape, axis), 1)
-    return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
+    if x.dtype.itemsize == 8 and np.abs(np.sum(x, axis=axis, keepdims=keepdims,
+                                               dtype=np.float64)).max(initial=0) >= 2.0 ** 62:
+        s = np.asarray(np.sum(x.astype(object), axis=axis, keepdims=keepdims), dtype=object)
+    q = np.asarray(np.abs(s) // max(_count(x.shape, axis), 1), dtype=s.dtype)
+    return np.asarray(np.where(s < 0, -q, q)).astype(x.dtype)
 
 
 def _mean_vjp(g, ins, y, needs, axis, keepdims):

@@ -282,3 +282,50 @@ def test_operator_errors_name_the_op():
     with pytest.raises(TypeError, match=r"^subtract: .*bool"):
         b - b
     assert (i8 + 100).numpy().tolist() == [101, 102]
+
+
+# ---- found by the fuzzer (tests/ops/test_fuzz_ops.py) ----------------------------------------
+def test_pad_refuses_constant_values_the_dtype_cannot_hold():
+    # Were truncated or wrapped around silently: 2.5 -> 2, -1 -> 255 (uint8), -1 -> True.
+    with pytest.raises(TypeError, match=r"^pad: constant_values 2.5 is not an integer.*int32"):
+        lk.pad(np.ones(2, np.int32), [[1, 1]], constant_values=2.5)
+    with pytest.raises(ValueError, match=r"^pad: constant_values -1 does not fit .*uint8"):
+        lk.pad(np.ones(2, np.uint8), [[1, 1]], constant_values=-1)
+    with pytest.raises(ValueError, match=r"^pad: constant_values 300 does not fit .*int8"):
+        lk.pad(np.ones(2, np.int8), [[1, 1]], constant_values=300)
+    with pytest.raises(ValueError, match=r"^pad: constant_values -1 does not fit .*bool"):
+        lk.pad(np.ones(2, bool), [[1, 1]], constant_values=-1)
+    with pytest.raises(ValueError, match=r"^pad: constant_values must be a scalar"):
+        lk.pad(np.ones(2), [[1, 1]], constant_values=[1, 2])
+    np.testing.assert_array_equal(lk.pad(np.ones(2, np.uint8), [[1, 0]], constant_values=7.0)
+                                  .numpy(), [7, 1, 1])
+    np.testing.assert_array_equal(lk.pad(np.ones(1, np.float32), [[1, 0]],
+                                         constant_values=2.5).numpy(), [2.5, 1])
+
+
+def test_reshape_refuses_negative_sizes_other_than_minus_one():
+    with pytest.raises(ValueError, match=r"^reshape: .*\(-2,\)"):  # NumPy reads -2 as -1
+        lk.reshape(np.ones(4), [-2])
+    with pytest.raises(ValueError, match=r"^reshape: .*only one dimension can be -1"):
+        lk.reshape(np.ones(4), [-1, -1])
+    assert lk.reshape(np.ones(4), [2, -1]).shape == (2, 2)
+
+
+def test_int64_mean_is_exact_where_a_64_bit_sum_wraps_around():
+    big = np.iinfo(np.int64).max
+    x = np.array([big, big, big - 3], np.int64)  # the sum wrapped: the mean was -2
+    assert int(lk.reduce_mean(x)) == big - 1
+    lo = np.iinfo(np.int64).min
+    np.testing.assert_array_equal(
+        lk.reduce_mean(np.array([[lo, lo + 1], [5, -8]], np.int64), axis=1).numpy(),
+        [lo + 1, -1])  # truncated toward zero, like TF
+    assert int(lk.reduce_mean(np.full(4, np.iinfo(np.uint64).max, np.uint64))) == \
+        np.iinfo(np.uint64).max
+
+
+def test_float_mean_divides_once_like_numpy_and_tf():
+    # sum * (1/n) rounded twice: the mean of three equal float32 values was not that
+    # value, and their variance was 16 instead of 0.
+    x = np.full(3, np.float32(4.0973524e7))
+    assert float(lk.reduce_mean(x)) == float(x[0])
+    assert float(lk.reduce_variance(x)) == 0.0
