@@ -64,9 +64,15 @@ def _norm_axis(axis, ndim: int, op: str = "reduce"):
     if isinstance(axis, np.ndarray) and axis.ndim:
         axis = axis.tolist()
     if isinstance(axis, (list, tuple)):
-        # Checked before the cache: 1.0 and True hash and compare equal to 1.
-        return _norm_axes_cached(tuple(int_arg(a, op) for a in axis), ndim, op)
+        # Checked before the cache (1.0 and True hash and compare equal to 1); plain ints
+        # by one set test, ~10x cheaper than int_arg per element.
+        if not _JUST_INT.issuperset(map(type, axis)):
+            axis = [int_arg(a, op) for a in axis]
+        return _norm_axes_cached(tuple(axis), ndim, op)
     return _norm_axes_cached((int_arg(axis, op),), ndim, op)
+
+
+_JUST_INT = frozenset([int])
 
 
 @lru_cache(maxsize=1024)
