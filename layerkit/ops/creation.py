@@ -28,7 +28,8 @@ def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
 
     Raises:
         ``error``: naming ``op`` and the argument, if an entry is not an integer.
-        ValueError: naming ``op`` and the shape, if a dimension is negative.
+        ValueError: naming ``op`` and the shape, if a dimension is negative or the shape
+            has more elements than any array can hold.
     """
     if isinstance(shape, Tensor):
         shape = np.asarray(shape._v).tolist()
@@ -45,7 +46,13 @@ def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
         raise error(f"{op}: shape must be a sequence of ints, received {shape!r}")
     if any(d < 0 for d in dims):
         raise ValueError(f"{op}: shape {dims} has a negative dimension")
+    if math.prod(dims) > _MAX_ELEMENTS:  # NumPy's bare "array is too big", named
+        raise ValueError(f"{op}: shape {dims} has {math.prod(dims):.3g} elements, more than "
+                         f"any tensor can hold")
     return dims
+
+
+_MAX_ELEMENTS = sys.maxsize // 32  # bytes fit in an index even for 32-byte elements
 
 
 def int_arg(value, op: str, what: str = "axis") -> int:
@@ -89,20 +96,16 @@ def _dtype(dtype) -> np.dtype:
 
 def allocate(op: str, make, shape: tuple, dtype, *args) -> np.ndarray:
     """``make(shape, *args, dtype)`` (``np.zeros``, ``np.full``, ...), with NumPy's bare
-    "array is too big" and out-of-memory errors re-raised naming ``op``, shape and size.
+    out-of-memory error re-raised naming ``op``, the shape, dtype and size. (Shapes too
+    large to address at all are refused by ``shape_arg`` before.)
 
     Raises:
-        ValueError: the size does not fit in memory addressing at all.
         MemoryError: the allocation failed.
     """
     try:
         return make(shape, *args, dtype)
     except MemoryError:
         raise size_error(op, shape, dtype, MemoryError) from None
-    except ValueError:
-        if math.prod(shape) * np.dtype(dtype).itemsize < sys.maxsize:
-            raise  # not a size problem
-        raise size_error(op, shape, dtype, ValueError) from None
 
 
 def size_error(op: str, shape: tuple, dtype, kind: type[Exception]) -> Exception:
@@ -208,12 +211,18 @@ def range(start, limit=None, delta=1, dtype=None) -> Tensor:
     s, lim, d = (a.item() for a in args)
     if d == 0:
         raise ValueError("range: delta must not be 0")
+    # Count in exact Python arithmetic (ints) or float64.
+    n = max(0, -((s - lim) // d) if all(isinstance(v, int) for v in (s, lim, d))
+            else math.ceil((lim - s) / d))
+    if n > _MAX_ELEMENTS:
+        raise size_error("range", (n,), out_dtype, ValueError)
     if out_dtype.kind in "iu" and all(isinstance(v, int) for v in (s, lim, d)):
-        return wrap(np.arange(s, lim, d, dtype=out_dtype))
-    # Count in exact Python arithmetic, then compute start + i * delta in float64 and
-    # round once (np.arange with a float32 dtype accumulates its own rounding).
-    n = max(0, math.ceil((lim - s) / d))
-    return wrap((s + np.arange(n, dtype=np.float64) * d).astype(out_dtype))
+        return wrap(allocate("range", lambda _, dt: np.arange(s, lim, d, dtype=dt), (n,),
+                             out_dtype))
+    # Then compute start + i * delta in float64 and round once (np.arange with a float32
+    # dtype accumulates its own rounding).
+    steps = allocate("range", lambda shape, dt: np.arange(shape[0], dtype=dt), (n,), np.float64)
+    return wrap((s + steps * d).astype(out_dtype))
 
 
 def linspace(start, stop, num: int, axis: int = 0) -> Tensor:

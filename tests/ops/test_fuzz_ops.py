@@ -18,6 +18,7 @@ module runs 3,700 cases in about 22 s of CPU time.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import sys
 import warnings
@@ -314,6 +315,10 @@ def test_fuzz_elementwise_binary_and_operators():
         if form == 2 and not isinstance(b, np.ndarray) and hasattr(lk.Tensor, reflected):
             # A Python scalar on the left: 2 - t runs t.__rsub__(2).
             check(counts, name, lambda: getattr(x, reflected)(b), lambda: ref(b, a), note=note)
+        elif form == 2 and isinstance(b, np.ndarray) and dunder:
+            # An ndarray on the left: NumPy hands the ufunc to Tensor.__array_ufunc__.
+            op = getattr(operator, dunder.strip("_"))
+            check(counts, name, lambda: op(b, x), lambda: ref(b, a), note=note)
         elif form == 1 and dunder:  # the operator (the fast path)
             check(counts, name, lambda: getattr(x, dunder)(y), lambda: ref(a, b), note=note)
         else:
