@@ -522,7 +522,11 @@ def sqrt(x) -> Tensor:
 
 
 def rsqrt(x) -> Tensor:
-    """Elementwise reciprocal square root ``1 / sqrt(x)``."""
+    """Elementwise reciprocal square root ``1 / sqrt(x)``.
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_RSQRT, x)
 
 
@@ -537,22 +541,38 @@ _LOG1P = unary("log1p", np.log1p, lambda g, ins, y, needs: (divide(g, add(ins[0]
 
 
 def exp(x) -> Tensor:
-    """Elementwise ``e ** x``."""
+    """Elementwise ``e ** x``.
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_EXP, x)
 
 
 def expm1(x) -> Tensor:
-    """Elementwise ``exp(x) - 1``, accurate for small ``x``."""
+    """Elementwise ``exp(x) - 1``, accurate for small ``x``.
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_EXPM1, x)
 
 
 def log(x) -> Tensor:
-    """Elementwise natural logarithm (``-inf`` at 0, nan below)."""
+    """Elementwise natural logarithm (``-inf`` at 0, nan below).
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_LOG, x)
 
 
 def log1p(x) -> Tensor:
-    """Elementwise ``log(1 + x)``, accurate for small ``x``."""
+    """Elementwise ``log(1 + x)``, accurate for small ``x``.
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_LOG1P, x)
 
 
@@ -643,22 +663,38 @@ _SIGMOID = unary("sigmoid", _sigmoid_forward, _act_grad_rule(_SIGMOID_GRAD),
 
 
 def sin(x) -> Tensor:
-    """Elementwise sine (radians)."""
+    """Elementwise sine (radians).
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_SIN, x)
 
 
 def cos(x) -> Tensor:
-    """Elementwise cosine (radians)."""
+    """Elementwise cosine (radians).
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_COS, x)
 
 
 def tan(x) -> Tensor:
-    """Elementwise tangent (radians)."""
+    """Elementwise tangent (radians).
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_TAN, x)
 
 
 def tanh(x) -> Tensor:
-    """Elementwise hyperbolic tangent."""
+    """Elementwise hyperbolic tangent.
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, see ``sqrt``).
+    """
     return _fast1f(_TANH, x)
 
 
