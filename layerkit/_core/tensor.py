@@ -25,7 +25,12 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, value) -> None:
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, Tensor):
+            # A Variable changes in place; a Tensor's array never changes (share it).
+            value = np.array(value._v, copy=True) if hasattr(value, "assign") else value._v
+        elif isinstance(value, np.ndarray):
+            value = value.copy()  # the caller may change their array later (TF copies)
+        elif isinstance(value, (list, tuple)):
             # ``lk.Tensor([1.0, 2.0])`` from user code: the conversion rules of
             # lk.constant (a bare list would report shape () and the wrong dtype).
             from layerkit._core.convert import to_array
@@ -34,11 +39,18 @@ class Tensor:
 
     # ---- value access -------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """Return the value as a NumPy array (a copy is not made)."""
-        return np.asarray(self._v)
+        """Return the value as a new NumPy array (a copy, as in TensorFlow: changing it
+        leaves the tensor as it was). ``np.asarray(t)`` gives a read-only view instead."""
+        return np.array(self._v, copy=True)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        a = np.asarray(self._v)
+        # Zero-copy, but read-only: the tensor's array is never written after it was made.
+        a = self._v
+        if type(a) is not np.ndarray:
+            a = np.asarray(a)
+        elif a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a

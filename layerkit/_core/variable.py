@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 
@@ -10,6 +11,7 @@ from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.tensor import Tensor
 
 _uid = itertools.count()
+_new = object.__new__
 
 
 def _notify(hook: str, *args) -> None:
@@ -21,23 +23,51 @@ def _notify(hook: str, *args) -> None:
             fn(*args)
 
 
-def keep_reads(var: Variable) -> None:
-    """Call just before ``var``'s value changes (assign, an optimizer's in-place update)
-    while a recorder is active: tapes that recorded ops reading ``var`` hand those ops
-    one shared snapshot of the old value (TensorFlow's read semantics). A graph tracer
-    sees the snapshot as a read of ``var`` made before the change."""
-    snap = None
-    recorders = tuple(RECORDERS)
-    for r in recorders:
-        fn = getattr(r, "keep_reads", None)
-        if fn is not None:
-            snap = fn(var, snap)
-    if snap is not None:
-        for r in recorders:
-            if not hasattr(r, "keep_reads"):
-                fn = getattr(r, "record_read_value", None)
-                if fn is not None:
-                    fn(var, snap)
+# Tapes holding recorded ops that read some Variable: id(tape) -> weak reference. A tape
+# registers at its first Variable read and leaves when its ops are dropped (answered by a
+# non-persistent tape, reset, garbage-collected). Code that changes a Variable's value
+# checks ``RECORDERS or KEEPERS`` first: outside tapes both are empty, so a change costs
+# nothing more.
+KEEPERS: dict = {}
+
+
+def keep(tape) -> None:
+    """Register ``tape`` (weakly) as holding ops that read Variables (see keep_reads)."""
+    key = id(tape)
+
+    def gone(ref, key=key):
+        if KEEPERS.get(key) is ref:
+            del KEEPERS[key]
+
+    KEEPERS[key] = weakref.ref(tape, gone)
+
+
+def release(tape) -> None:
+    """Unregister ``tape``: it holds no recorded ops any more."""
+    ref = KEEPERS.get(id(tape))
+    if ref is not None and ref() is tape:
+        del KEEPERS[id(tape)]
+
+
+def keep_reads(*variables: Variable) -> None:
+    """Call just before ``variables`` change value (assign, an optimizer's in-place
+    update, a restore) while ``RECORDERS or KEEPERS``: every tape holding recorded ops
+    that read one of them, whether its block is still open or not, hands those ops a
+    snapshot of the old value shared by all tapes (TensorFlow's read semantics). A graph
+    tracer sees the snapshot as a read of the variable made before the change."""
+    if not KEEPERS:
+        return
+    tapes = [t for t in (ref() for ref in tuple(KEEPERS.values())) if t is not None]
+    for var in variables:
+        snap = None
+        for t in tapes:
+            snap = t.keep_reads(var, snap)
+        if snap is not None and RECORDERS:
+            for r in tuple(RECORDERS):
+                if not hasattr(r, "keep_reads"):
+                    fn = getattr(r, "record_read_value", None)
+                    if fn is not None:
+                        fn(var, snap)
 
 
 class Variable(Tensor):
@@ -67,7 +97,7 @@ class Variable(Tensor):
         if callable(initial_value):
             initial_value = initial_value()
         a = to_array(initial_value, as_dtype(dtype))
-        super().__init__(np.array(a, copy=True))
+        self._v = np.array(a, copy=True)
         self._name = name or "Variable"
         self._trainable = bool(trainable)
         self._uid = next(_uid)
@@ -94,7 +124,8 @@ class Variable(Tensor):
 
     def value(self) -> Tensor:
         """A Tensor snapshot of the current value."""
-        t = Tensor(self._v.copy())
+        t = _new(Tensor)
+        t._v = self._v.copy()
         if RECORDERS:  # a tracer (lk.function) turns the snapshot into a live read
             _notify("record_read_value", self, t)
         return t
@@ -121,7 +152,7 @@ class Variable(Tensor):
         """Set the value in place; the shape must match. Returns the variable."""
         a = self._checked(value, "assign")
         # Replace rather than write in place: a tape may hold the old array.
-        if RECORDERS:  # before the update, so a tracer can also undo it
+        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
             _notify("record_assign", self, "assign", value)
         self._v = a.astype(self._v.dtype, copy=True)
@@ -129,7 +160,7 @@ class Variable(Tensor):
 
     def assign_add(self, delta) -> Variable:
         a = self._checked(delta, "assign_add")
-        if RECORDERS:  # before the update, so a tracer can also undo it
+        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
             _notify("record_assign", self, "assign_add", delta)
         self._v = (self._v + a).astype(self._v.dtype, copy=False)
@@ -137,7 +168,7 @@ class Variable(Tensor):
 
     def assign_sub(self, delta) -> Variable:
         a = self._checked(delta, "assign_sub")
-        if RECORDERS:  # before the update, so a tracer can also undo it
+        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
             _notify("record_assign", self, "assign_sub", delta)
         self._v = (self._v - a).astype(self._v.dtype, copy=False)

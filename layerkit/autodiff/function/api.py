@@ -234,6 +234,12 @@ class Function:
         # whose vjp is the compiled backward graph (gradient.py); anything else (assigns,
         # stateful ops, custom gradients) runs its body eagerly for the tape to record.
         args, ck, cf = self._lookup(args, kwargs)
+        if any(isinstance(x, np.ndarray) for x in ck.leaves):
+            # The tapes keep the inputs until the gradient: never the caller's own arrays,
+            # which the caller may change meanwhile (TF converts them to tensors: copies).
+            args, kwargs = rebuild(args, kwargs, [wrap(np.array(x)) if isinstance(
+                x, np.ndarray) else x for x in ck.leaves])
+            args, ck, cf = self._lookup(args, kwargs)
         if cf is None or cf.provisional:
             return self._trace(args, kwargs, ck, previous=cf, own=True)[1]
         if cf.mode == "graph" and cf.differentiable:

@@ -21,6 +21,7 @@ import threading
 
 import numpy as np
 
+from layerkit._core.variable import KEEPERS, keep_reads
 from layerkit.autodiff.function import numexpr_kernel as nek
 from layerkit.autodiff.function.fuse import Region, render
 from layerkit.autodiff.function.graph import Graph, Node
@@ -31,18 +32,81 @@ _PY_SCALARS = (bool, int, float, complex)
 def _assign(var, value) -> None:
     # Mirrors Variable.assign/assign_add/assign_sub (replace, never write in place: a
     # tape or an earlier result may hold the old array).
+    if KEEPERS:  # a tape holding ops that read var keeps the value they read
+        keep_reads(var)
     var._v = np.asarray(value).astype(var._v.dtype, copy=True)
 
 
 def _assign_add(var, value) -> None:
+    if KEEPERS:
+        keep_reads(var)
     var._v = (var._v + value).astype(var._v.dtype, copy=False)
 
 
 def _assign_sub(var, value) -> None:
+    if KEEPERS:
+        keep_reads(var)
     var._v = (var._v - value).astype(var._v.dtype, copy=False)
 
 
 _ASSIGN = {"assign": _assign, "assign_add": _assign_add, "assign_sub": _assign_sub}
+
+
+def _fresh(a, *sources):
+    """``a``, or a copy if it is (a view of) one of ``sources``."""
+    if type(a) is np.ndarray:
+        for s in sources:
+            if a is s or np.may_share_memory(a, s):
+                return a.copy()
+    return a
+
+
+def view_sources(graph: Graph, instrs: list) -> dict:
+    """vid -> the parameters, Variable reads and array constants whose memory the value
+    may share. Ufunc and fused-kernel results are new arrays; any other forward may
+    return a view of an input, or the input itself (reshape, getitem, identity, cast)."""
+    src: dict = {p: frozenset((p,)) for p in graph.params}
+    for n in instrs:
+        if n.kind == "read":
+            src[n.outs[0]] = frozenset(n.outs)
+        elif n.kind == "op" and not _is_ufunc_node(n):
+            s: set = set()
+            for i in n.ins:
+                if i in src:
+                    s |= src[i]
+                elif graph.values[i].kind == "const" and graph.values[i].nd:
+                    s.add(i)
+            if s:
+                fs = frozenset(s)
+                for o in n.outs:
+                    src[o] = fs
+    return src
+
+
+def _reads_used_after_update(graph: Graph, instrs: list, views: dict, keep: list) -> set:
+    """Indices of read instructions whose array (or a view of it) is still used after an
+    instruction that updates that Variable in place (an optimizer step in the graph):
+    those reads must copy, as eager reads do."""
+    updates = {}
+    for k, n in enumerate(instrs):
+        fn = getattr(n.op, "updates", None) if n.kind == "op" else None
+        if fn is not None:
+            updates[k] = {id(v) for v in fn(n.attrs)}
+    if not updates:
+        return set()
+    end = len(instrs)
+    escaping = set(graph.output_vids()) | set(keep)
+    out = set()
+    for k, n in enumerate(instrs):
+        if n.kind != "read" or not any(j > k and id(n.var) in u for j, u in updates.items()):
+            continue
+        r = n.outs[0]
+        users = {vid for vid, s in views.items() if r in s}
+        last = end if users & escaping else max(
+            (j for j, m in enumerate(instrs) if users.intersection(m.ins)), default=k)
+        if any(k < j < last and id(n.var) in u for j, u in updates.items()):
+            out.add(k)
+    return out
 
 
 def _is_ufunc_node(node: Node) -> bool:
@@ -65,6 +129,7 @@ class Program:
         self._buf_specs: list = []
         self._bufs = None
         self._lock = threading.Lock()
+        self._copied_reads: set = set()
         self._build()
 
     # ---- running ---------------------------------------------------------------------------
@@ -94,17 +159,27 @@ class Program:
         if self._buf_specs:
             names = ", ".join(f"b{j}" for j in range(len(self._buf_specs)))
             lines.append(f"    {names}, = B")
+        views = view_sources(g, instrs)
+        self._copied_reads = _reads_used_after_update(g, instrs, views, self.keep)
         for k, ins in enumerate(instrs):
             lines.extend("    " + ln for ln in self._emit(k, ins, plan.get(k)))
         outs = []
         # Returned arrays must be the caller's own: a Variable's array may later be
-        # updated in place (optimizers do), a constant is shared by every call.
+        # updated in place (optimizers do), a constant is shared by every call, and the
+        # caller may change an array it passed. Other results are new arrays already.
         read_vids = {n.outs[0] for n in g.nodes if n.kind == "read"}
         for kind, x in g.outputs:
             if kind == "value":
                 v = g.values[x]
-                own = x in read_vids or (v.kind == "const" and v.nd)
-                outs.append(f"{self._ref(x)}.copy()" if own else self._ref(x))
+                ref = self._ref(x)
+                if x in read_vids or (v.kind == "const" and v.nd):
+                    outs.append(f"{ref}.copy()")
+                elif views.get(x):
+                    ns["_fresh"] = _fresh
+                    srcs = ", ".join(self._ref(i) for i in sorted(views[x]))
+                    outs.append(f"_fresh({ref}, {srcs})")
+                else:
+                    outs.append(ref)
         for vid in self.keep:
             outs.append(self._ref(vid))
         lines.append(f"    return ({', '.join(outs)}{',' if outs else ''})")
@@ -213,7 +288,9 @@ class Program:
         ns = self._ns
         if n.kind == "read":
             ns[f"V{k}"] = n.var
-            return [f"r{n.outs[0]} = V{k}._v"]
+            # A copy only if an in-place update of the variable runs while it is in use.
+            copy = ".copy()" if k in self._copied_reads else ""
+            return [f"r{n.outs[0]} = V{k}._v{copy}"]
         if n.kind == "assign":
             ns[f"V{k}"] = n.var
             ns[f"S{k}"] = _ASSIGN[n.method]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.convert import to_array
+from layerkit._core.op import wrap
 from layerkit._core.spec import TensorSpec
 from layerkit._core.spec import shapes_compatible as shape_compatible
 from layerkit._core.tensor import Tensor
@@ -186,7 +187,9 @@ def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
                                 f"input_signature pass its value, or capture the Variable")
             if isinstance(x, (Tensor, np.ndarray, np.generic)):
                 a = _tensor_array(x)
-                keep = type(x) is Tensor and a is x._v   # tapes know it by identity
+                # Tapes know a Tensor by identity: keep it (also when it holds a NumPy
+                # scalar, as 0-d results of ops do: ``f(v * v)``).
+                keep = type(x) is Tensor
                 if a.dtype != spec.dtype:
                     raise TypeError(
                         f"lk.function '{fname}': argument {path} has dtype {a.dtype.name}, "
@@ -202,7 +205,10 @@ def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
                 raise ValueError(
                     f"lk.function '{fname}': argument {path} has shape {a.shape}, which does "
                     f"not fit the input_signature {spec}")
-            return x if keep else Tensor(a)
+            if keep:
+                return x
+            # A new array (converted) or the caller's own one (copied: TF converts it).
+            return wrap(a) if a is not x else Tensor(a)
         if isinstance(spec, (list, tuple)):
             if not isinstance(x, (list, tuple)) or len(x) != len(spec):
                 raise TypeError(f"lk.function '{fname}': argument {path} should be a sequence of "
