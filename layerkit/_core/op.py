@@ -98,26 +98,31 @@ def apply(op: Op, *args, **attrs):
     out = op.forward(*vals, **attrs)
     if op.num_outputs == 1:
         if type(out) is np.ndarray and (out.base is not None or (n and out is vals[0])):
-            out = _unalias(out, args)
+            out = _unalias(out, args, vals, op, attrs)
         t = _new(Tensor)
         t._v = out
         return t
-    return tuple(wrap(_unalias(o, args)) for o in out)
+    return tuple(wrap(_unalias(o, args, vals, op, attrs)) for o in out)
 
 
-def _unalias(out, args):
+def _unalias(out, args, vals, op: Op, attrs: dict):
     """``out``, or a copy if it is (a view of) an array that may change later: a
     Variable's buffer (optimizers update variables in place) or the caller's own NumPy
     array. A Tensor never changes after it was made (TensorFlow copies such inputs);
     views of other Tensors' arrays are safe and stay zero-copy (``x[0]``, reshape)."""
     if type(out) is np.ndarray:
-        for a in args:
-            if isinstance(a, Variable):
-                a = a._v
-            elif not isinstance(a, np.ndarray):
+        for k, a in enumerate(args):
+            src = a._v if isinstance(a, Variable) else a
+            if not isinstance(src, np.ndarray) or not (
+                    out is src or np.may_share_memory(out, src)):
                 continue
-            if out is a or np.may_share_memory(out, a):
+            if out.size <= src.size or op.stateful:
                 return out.copy()
+            # A view larger than its input (broadcast_to): the op again on a private copy
+            # of the input, so that the result stays a cheap view.
+            vals = list(vals)
+            vals[k] = src.copy()
+            return op.forward(*vals, **attrs)
     return out
 
 
@@ -141,7 +146,7 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
     ins = args
     if len(args) == 1 and type(args[0]) is Tensor:  # unary ops on a plain Tensor
         out = op.forward(args[0]._v, **attrs) if attrs else op.forward(args[0]._v)
-        first = None
+        first = vals = None  # a plain Tensor: its views are safe
     else:
         vals = []
         for a in args:
@@ -166,12 +171,12 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
         first = vals[0] if vals else None
     if op.num_outputs == 1:
         if type(out) is np.ndarray and (out.base is not None or out is first):
-            out = _unalias(out, ins)
+            out = _unalias(out, ins, vals, op, attrs)
         result = _new(Tensor)
         result._v = out
         outs = (result,)
     else:
-        result = tuple(wrap(_unalias(o, ins)) for o in out)
+        result = tuple(wrap(_unalias(o, ins, vals, op, attrs)) for o in out)
         outs = result
     for r in recs:
         r.record(op, ins, outs, attrs)

@@ -57,17 +57,19 @@ def keep_reads(*variables: Variable) -> None:
     tracer sees the snapshot as a read of the variable made before the change."""
     if not KEEPERS:
         return
-    tapes = [t for t in (ref() for ref in tuple(KEEPERS.values())) if t is not None]
-    for var in variables:
-        snap = None
-        for t in tapes:
-            snap = t.keep_reads(var, snap)
-        if snap is not None and RECORDERS:
-            for r in tuple(RECORDERS):
-                if not hasattr(r, "keep_reads"):
-                    fn = getattr(r, "record_read_value", None)
-                    if fn is not None:
-                        fn(var, snap)
+    changing = {id(v): v for v in variables}
+    snaps: dict = {}  # id(var) -> the snapshot every tape shares
+    for ref in tuple(KEEPERS.values()):
+        tape = ref()
+        if tape is not None:
+            tape.keep_reads(changing, snaps)
+    if snaps and RECORDERS:
+        for r in tuple(RECORDERS):
+            if not hasattr(r, "keep_reads"):
+                fn = getattr(r, "record_read_value", None)
+                if fn is not None:
+                    for key, snap in snaps.items():
+                        fn(changing[key], snap)
 
 
 class Variable(Tensor):

@@ -159,35 +159,43 @@ class GradientTape:
         self.read_variable(var)
         self.record(_READ_VALUE, (var,), (snapshot,), {})
 
-    def keep_reads(self, var: Variable, snap: Tensor | None) -> Tensor | None:
-        """Called (through ``variable.keep_reads``) just before ``var`` changes, while
-        this tape holds recorded ops (its block may have ended). Ops recorded so far that
-        read ``var`` keep the value they read, as in TensorFlow: they get ``snap``, a copy
-        of the current value shared by all tapes (made here if None and needed), and an
-        identity node ties it back to ``var`` so gradients still reach it. Returns the
-        snapshot."""
-        if id(var) not in self._reads:
-            return snap
+    def keep_reads(self, changing: dict, snaps: dict) -> None:
+        """Called (through ``variable.keep_reads``) just before the Variables in
+        ``changing`` (id -> Variable) change, while this tape holds recorded ops (its
+        block may have ended). Ops recorded so far that read one of them keep the value
+        they read, as in TensorFlow: they get a snapshot (a copy of the current value,
+        shared through ``snaps`` by all tapes), and an identity node ties it back to the
+        variable so gradients still reach it."""
+        reads = self._reads
+        mine = {k: v for k, v in changing.items() if k in reads}
+        if not mine:
+            return
+        used: dict = {}
         nodes = self._nodes
-        used = False
         for k, (op, ins, outs, attrs, needs) in enumerate(nodes):
             if op is _READ_VALUE:
                 continue  # its output is already a copy, and it must stay tied to var
             for t in ins:
-                if t is var:
+                if id(t) in mine:
                     break
             else:
                 continue
-            if snap is None:  # a copy: optimizers update in place
-                snap = wrap(np.array(var._v, copy=True))
-            used = True
-            nodes[k] = (op, tuple(snap if t is var else t for t in ins), outs, attrs, needs)
-        if used:
-            watched = id(var) in self._watched
+            new = []
+            for t in ins:
+                key = id(t)
+                if key in mine:
+                    snap = snaps.get(key)
+                    if snap is None:  # a copy: optimizers update in place
+                        snap = snaps[key] = wrap(np.array(t._v, copy=True))
+                    used[key] = snap
+                    t = snap
+                new.append(t)
+            nodes[k] = (op, tuple(new), outs, attrs, needs)
+        for key, snap in used.items():
+            watched = key in self._watched
             if watched:
                 self._watched[id(snap)] = snap
-            nodes.insert(0, (_READ_VALUE, (var,), (snap,), {}, (watched,)))
-        return snap
+            nodes.insert(0, (_READ_VALUE, (mine[key],), (snap,), {}, (watched,)))
 
     def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
         if op.vjp is None:

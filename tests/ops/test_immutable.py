@@ -175,8 +175,9 @@ def test_function_results_viewing_a_numpy_argument_do_not_change_with_it():
 def test_a_read_used_after_an_in_place_update_in_the_same_graph_keeps_its_value():
     def body(v, opt, g):
         r = v.value()
+        flat = lk.reshape(r, [-1])                   # a view of the read
         opt.apply_gradients([(g, v)])                # updates v's array in place
-        return r * 1.0, lk.reshape(v, [-1])
+        return r * 1.0, flat * 2.0, lk.reshape(v, [-1])
 
     results = []
     for fn in (body, lk.function(body)):

@@ -52,11 +52,17 @@ def _assign_sub(var, value) -> None:
 _ASSIGN = {"assign": _assign, "assign_add": _assign_add, "assign_sub": _assign_sub}
 
 
-def _fresh(a, *sources):
-    """``a``, or a copy if it is (a view of) one of ``sources``."""
+def fresh(a, *sources):
+    """``a``, or a copy if it shares memory with one of ``sources`` (is one of them, a
+    view of one, or viewed by one)."""
     if type(a) is np.ndarray:
+        if a.base is None:  # owns its memory: only identity or a view of it can share
+            for s in sources:
+                if a is s or getattr(s, "base", None) is a:
+                    return a.copy()
+            return a
         for s in sources:
-            if a is s or np.may_share_memory(a, s):
+            if np.may_share_memory(a, s):
                 return a.copy()
     return a
 
@@ -83,29 +89,39 @@ def view_sources(graph: Graph, instrs: list) -> dict:
     return src
 
 
-def _reads_used_after_update(graph: Graph, instrs: list, views: dict, keep: list) -> set:
-    """Indices of read instructions whose array (or a view of it) is still used after an
-    instruction that updates that Variable in place (an optimizer step in the graph):
-    those reads must copy, as eager reads do."""
+def _guards(graph: Graph, instrs: list, views: dict, keep: list) -> dict:
+    """Before each instruction that updates Variables in place (an optimizer step in the
+    graph): the values still used after it that may share a read of one of those
+    Variables, with those reads (instruction index -> [(vid, read vids)]). Such a value
+    is copied first if it does share the buffer, so it keeps the value read, as in eager
+    mode."""
     updates = {}
     for k, n in enumerate(instrs):
         fn = getattr(n.op, "updates", None) if n.kind == "op" else None
         if fn is not None:
             updates[k] = {id(v) for v in fn(n.attrs)}
     if not updates:
-        return set()
-    end = len(instrs)
-    escaping = set(graph.output_vids()) | set(keep)
-    out = set()
-    for k, n in enumerate(instrs):
-        if n.kind != "read" or not any(j > k and id(n.var) in u for j, u in updates.items()):
-            continue
-        r = n.outs[0]
-        users = {vid for vid, s in views.items() if r in s}
-        last = end if users & escaping else max(
-            (j for j, m in enumerate(instrs) if users.intersection(m.ins)), default=k)
-        if any(k < j < last and id(n.var) in u for j, u in updates.items()):
-            out.add(k)
+        return {}
+    reads = {n.outs[0]: id(n.var) for n in instrs if n.kind == "read"}
+    born: dict = {}   # vid -> index of the instruction that makes it
+    last: dict = {}   # vid -> index of the last instruction that uses it
+    for j, n in enumerate(instrs):
+        for i in n.ins:
+            last[i] = j
+        for o in n.outs:
+            born[o] = j
+    for vid in list(graph.output_vids()) + list(keep):
+        last[vid] = len(instrs)
+    out = {}
+    for j, changed in updates.items():
+        guard = []
+        for vid, roots in views.items():
+            if born.get(vid, -1) < j < last.get(vid, -1):
+                hit = sorted(r for r in roots if reads.get(r) in changed)
+                if hit:
+                    guard.append((vid, hit))
+        if guard:  # the reads themselves last: the others are checked against them
+            out[j] = sorted(guard, key=lambda e: e[0] in reads)
     return out
 
 
@@ -129,7 +145,6 @@ class Program:
         self._buf_specs: list = []
         self._bufs = None
         self._lock = threading.Lock()
-        self._copied_reads: set = set()
         self._build()
 
     # ---- running ---------------------------------------------------------------------------
@@ -160,8 +175,13 @@ class Program:
             names = ", ".join(f"b{j}" for j in range(len(self._buf_specs)))
             lines.append(f"    {names}, = B")
         views = view_sources(g, instrs)
-        self._copied_reads = _reads_used_after_update(g, instrs, views, self.keep)
+        guards = _guards(g, instrs, views, self.keep)
+        if guards:
+            ns["_fresh"] = fresh
         for k, ins in enumerate(instrs):
+            for vid, reads in guards.get(k, ()):
+                refs = ", ".join(f"r{r}" for r in reads)
+                lines.append(f"    r{vid} = _fresh(r{vid}, {refs})")
             lines.extend("    " + ln for ln in self._emit(k, ins, plan.get(k)))
         outs = []
         # Returned arrays must be the caller's own: a Variable's array may later be
@@ -175,7 +195,7 @@ class Program:
                 if x in read_vids or (v.kind == "const" and v.nd):
                     outs.append(f"{ref}.copy()")
                 elif views.get(x):
-                    ns["_fresh"] = _fresh
+                    ns["_fresh"] = fresh
                     srcs = ", ".join(self._ref(i) for i in sorted(views[x]))
                     outs.append(f"_fresh({ref}, {srcs})")
                 else:
@@ -288,9 +308,7 @@ class Program:
         ns = self._ns
         if n.kind == "read":
             ns[f"V{k}"] = n.var
-            # A copy only if an in-place update of the variable runs while it is in use.
-            copy = ".copy()" if k in self._copied_reads else ""
-            return [f"r{n.outs[0]} = V{k}._v{copy}"]
+            return [f"r{n.outs[0]} = V{k}._v"]
         if n.kind == "assign":
             ns[f"V{k}"] = n.var
             ns[f"S{k}"] = _ASSIGN[n.method]

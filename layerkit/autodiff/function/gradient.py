@@ -190,10 +190,9 @@ class Backward:
         res = self.fwd_program.run(arrays)
         outs = res[:self.n_out]
         saved = dict(zip(self.saved, res[self.n_out:]))
+        fresh, variables = _executor.fresh, self.variables
         for vid, idx in self._saved_views:
-            a = saved[vid]
-            if any(np.may_share_memory(a, self.variables[i]._v) for i in idx):
-                saved[vid] = a.copy()
+            saved[vid] = fresh(saved[vid], *[variables[i]._v for i in idx])
         ins = tuple(x if isinstance(x, Tensor) else wrap(a) for x, a in zip(leaves, arrays))
         out_tensors = tuple(wrap(a) for a in outs)
         if out_tensors:
