@@ -23,30 +23,26 @@ def _notify(hook: str, *args) -> None:
             fn(*args)
 
 
-# Tapes holding recorded ops that read some Variable: id(tape) -> weak reference. A tape
+# Weak references to the tapes holding recorded ops that read some Variable. A tape
 # registers at its first Variable read and leaves when its ops are dropped (answered by a
 # non-persistent tape, reset, garbage-collected). Code that changes a Variable's value
 # checks ``RECORDERS or KEEPERS`` first: outside tapes both are empty, so a change costs
 # nothing more.
-KEEPERS: dict = {}
+KEEPERS: set = set()
+_discard = KEEPERS.discard
 
 
-def keep(tape) -> None:
-    """Register ``tape`` (weakly) as holding ops that read Variables (see keep_reads)."""
-    key = id(tape)
-
-    def gone(ref, key=key):
-        if KEEPERS.get(key) is ref:
-            del KEEPERS[key]
-
-    KEEPERS[key] = weakref.ref(tape, gone)
+def keep(tape) -> weakref.ref:
+    """Register ``tape`` (weakly) as holding ops that read Variables (see keep_reads);
+    returns the handle that :func:`release` takes."""
+    ref = weakref.ref(tape, _discard)  # hashed now, while alive: discard works after
+    KEEPERS.add(ref)
+    return ref
 
 
-def release(tape) -> None:
-    """Unregister ``tape``: it holds no recorded ops any more."""
-    ref = KEEPERS.get(id(tape))
-    if ref is not None and ref() is tape:
-        del KEEPERS[id(tape)]
+def release(ref: weakref.ref) -> None:
+    """Unregister a tape (by its :func:`keep` handle): it holds no recorded ops now."""
+    _discard(ref)
 
 
 def keep_reads(*variables: Variable) -> None:
@@ -59,7 +55,7 @@ def keep_reads(*variables: Variable) -> None:
         return
     changing = {id(v): v for v in variables}
     snaps: dict = {}  # id(var) -> the snapshot every tape shares
-    for ref in tuple(KEEPERS.values()):
+    for ref in tuple(KEEPERS):
         tape = ref()
         if tape is not None:
             tape.keep_reads(changing, snaps)

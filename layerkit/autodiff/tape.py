@@ -139,7 +139,7 @@ class GradientTape:
         if key in self._reads or _get_ident() != self._thread:
             return  # once per variable per step
         if not self._reads:
-            _keep(self)
+            self._keeper = _keep(self)
         self._reads[key] = var
         if (key not in self._watched and self._watch_vars and var._trainable
                 and var._v.dtype.kind in "fc"):
@@ -151,7 +151,7 @@ class GradientTape:
         self._nodes = []
         if self._reads:
             self._reads = {}
-            _unkeep(self)
+            _unkeep(self._keeper)
 
     def record_read_value(self, var: Variable, snapshot: Tensor) -> None:
         # Variable.value()/read_value() in the block: the snapshot is a read of the

@@ -189,3 +189,16 @@ def test_a_read_used_after_an_in_place_update_in_the_same_graph_keeps_its_value(
         for a, b in zip(got, want):
             np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(results[0][2][0], _X - 2.0)
+
+
+@pytest.mark.parametrize("sig", [None, [lk.TensorSpec([2, 3], "float32")]],
+                         ids=["no_signature", "input_signature"])
+def test_a_numpy_argument_kept_by_a_tape_does_not_change_with_the_callers_array(sig):
+    w = lk.Variable(2.0)
+    f = lk.function(lambda x: lk.reduce_sum(x * w), input_signature=sig)
+    for _ in range(3):                               # the tracing call, then graph calls
+        a = _X.copy()
+        with lk.GradientTape() as tape:
+            y = f(a)
+        a[...] = -7.0
+        assert float(tape.gradient(y, w)) == float(_X.sum())

@@ -169,8 +169,9 @@ def flatten_specs(sig) -> list:
                     f"received {type(sig).__name__}")
 
 
-def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
-    """Convert ``args`` to the signature: arrays of the spec dtypes, shapes checked.
+def conform(fname: str, sig: tuple, args: tuple, names: list, copy: bool = False) -> tuple:
+    """Convert ``args`` to the signature: arrays of the spec dtypes, shapes checked
+    (``copy``: never keep the caller's own NumPy arrays).
 
     Raises:
         TypeError: wrong structure or a tensor of another dtype.
@@ -207,8 +208,9 @@ def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
                     f"not fit the input_signature {spec}")
             if keep:
                 return x
-            # A new array (converted) or the caller's own one (copied: TF converts it).
-            return wrap(a) if a is not x else Tensor(a)
+            # A caller's NumPy array is copied only if asked (a call under a tape keeps
+            # it); graph results never share it.
+            return wrap(np.array(a) if copy and a is x else a)
         if isinstance(spec, (list, tuple)):
             if not isinstance(x, (list, tuple)) or len(x) != len(spec):
                 raise TypeError(f"lk.function '{fname}': argument {path} should be a sequence of "
