@@ -26,8 +26,9 @@ class Tensor:
 
     def __init__(self, value) -> None:
         if isinstance(value, Tensor):
-            # A Variable changes in place; a Tensor's array never changes (share it).
-            value = np.array(value._v, copy=True) if hasattr(value, "assign") else value._v
+            # A Variable changes in place (copy it); a Tensor's array never changes.
+            from layerkit._core.variable import Variable
+            value = np.array(value._v, copy=True) if isinstance(value, Variable) else value._v
         elif isinstance(value, np.ndarray):
             value = value.copy()  # the caller may change their array later (TF copies)
         elif isinstance(value, (list, tuple)):

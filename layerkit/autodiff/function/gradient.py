@@ -225,16 +225,12 @@ class Backward:
             return [None] * len(node_ins)
         if present not in self._traces:
             # Some output gets no gradient: trace the backward graph without its seed.
+            # (It walks a subset of the full trace's nodes, so the forward values it
+            # needs are among those saved for the full one.)
             arrays = [_array(x) for x in node_ins[:self.n_params]]
             with _no_recorders():
                 values = self._all_values(self.graph, self.ops_nodes, arrays)
                 self._trace_backward(self.graph, self.ops_nodes, values, present)
-            _, sources = self._traces[present]
-            if any(kind == "fwd" and vid not in saved and vid not in self._read_input
-                   and vid not in self.graph.params for kind, vid in sources):
-                self._traces[present] = None  # needs values not kept: replay instead
-        if self._traces[present] is None:
-            return self._replay(node_ins, gs)
         bg, program, sources = self._program_for(needs, present)
         params = self.graph.params
         inputs = []
