@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import weakref
 
 import numpy as np
 
@@ -24,25 +23,12 @@ def _notify(hook: str, *args) -> None:
 
 
 # Weak references to the tapes holding recorded ops that read some Variable. A tape
-# registers at its first Variable read and leaves when its ops are dropped (answered by a
-# non-persistent tape, reset, garbage-collected). Code that changes a Variable's value
-# checks ``RECORDERS or KEEPERS`` first: outside tapes both are empty, so a change costs
-# nothing more.
+# adds itself at its first Variable read (``weakref.ref(tape, KEEPERS.discard)``, hashed
+# while alive) and leaves when its ops are dropped (answered by a non-persistent tape,
+# reset, garbage-collected). Code that changes a Variable's value checks
+# ``RECORDERS or KEEPERS`` first: outside tapes both are empty, so a change costs nothing
+# more.
 KEEPERS: set = set()
-_discard = KEEPERS.discard
-
-
-def keep(tape) -> weakref.ref:
-    """Register ``tape`` (weakly) as holding ops that read Variables (see keep_reads);
-    returns the handle that :func:`release` takes."""
-    ref = weakref.ref(tape, _discard)  # hashed now, while alive: discard works after
-    KEEPERS.add(ref)
-    return ref
-
-
-def release(ref: weakref.ref) -> None:
-    """Unregister a tape (by its :func:`keep` handle): it holds no recorded ops now."""
-    _discard(ref)
 
 
 def keep_reads(*variables: Variable) -> None:

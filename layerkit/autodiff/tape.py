@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -10,9 +11,7 @@ from layerkit._core.context import RECORDERS
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
-from layerkit._core.variable import keep as _keep
-from layerkit._core.variable import release as _unkeep
+from layerkit._core.variable import KEEPERS, Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
@@ -25,6 +24,7 @@ _NEEDS_ONE = (True,)
 _NEEDS_NONE2 = (False, False)
 _new = object.__new__
 _get_ident = threading.get_ident
+_discard = KEEPERS.discard
 
 
 def _ones(t: Tensor) -> np.ndarray:
@@ -138,8 +138,9 @@ class GradientTape:
         key = id(var)
         if key in self._reads or _get_ident() != self._thread:
             return  # once per variable per step
-        if not self._reads:
-            self._keeper = _keep(self)
+        if not self._reads:  # the first: register with KEEPERS (see variable.keep_reads)
+            self._keeper = ref = weakref.ref(self, _discard)
+            KEEPERS.add(ref)
         self._reads[key] = var
         if (key not in self._watched and self._watch_vars and var._trainable
                 and var._v.dtype.kind in "fc"):
@@ -151,7 +152,7 @@ class GradientTape:
         self._nodes = []
         if self._reads:
             self._reads = {}
-            _unkeep(self._keeper)
+            _discard(self._keeper)
 
     def record_read_value(self, var: Variable, snapshot: Tensor) -> None:
         # Variable.value()/read_value() in the block: the snapshot is a read of the
