@@ -200,8 +200,8 @@ def to_tensor(value) -> Tensor:
     """A leaf as a Tensor (Variables are snapshotted; arrays and scalars wrapped)."""
     if type(value) is Tensor:
         return value
-    if isinstance(value, Tensor):  # a Variable: take its current value
-        return wrap(value._v)
+    if isinstance(value, Tensor):  # a Variable: a copy of its current value
+        return wrap(np.array(value._v, copy=True))
     if isinstance(value, np.ndarray):
         return wrap(value)
     if isinstance(value, (str, bytes, np.str_, np.bytes_)):
