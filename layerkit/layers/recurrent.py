@@ -20,15 +20,20 @@ def _sizes(cell) -> list:
     return list(s) if isinstance(s, (list, tuple)) else [s]
 
 
-def _layer_class(name: str) -> type:
-    """A Layer subclass by class name (built-in or user-defined), for from_config."""
-    stack = [Layer]
-    while stack:
-        cls = stack.pop()
-        if cls.__name__ == name:
-            return cls
-        stack.extend(cls.__subclasses__())
-    raise ValueError(f"unknown layer class {name!r} in config: define or import it first")
+def _serialize(layer) -> dict:
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(layer)
+
+
+def _deserialize(config, custom_objects):
+    """A layer from its config: built-in, registered (``lk.saving``) or in
+    ``custom_objects``; an object that is not a config passes through."""
+    if not isinstance(config, dict):
+        return config
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    return deserialize_keras_object(config, custom_objects, kind="layers")
 
 
 class RNN(Layer):
@@ -128,17 +133,19 @@ class RNN(Layer):
         config = {**super().get_config(), "return_sequences": self.return_sequences,
                   "return_state": self.return_state, "go_backwards": self.go_backwards}
         if type(self) is RNN:
-            config["cell"] = {"class_name": type(self.cell).__name__,
-                              "config": self.cell.get_config()}
+            config["cell"] = _serialize(self.cell)
         return config
 
     @classmethod
-    def from_config(cls, config: dict):
-        config = dict(config)
-        cell = config.pop("cell", None)
-        if isinstance(cell, dict):
-            cell = _layer_class(cell["class_name"]).from_config(cell["config"])
-        return cls(cell, **config) if cell is not None else cls(**config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A layer from :meth:`get_config` output (Keras's too); a custom cell class must
+        be registered or given in ``custom_objects`` (as in Keras)."""
+        from layerkit._core.serialization import init_kwargs
+
+        config = init_kwargs(cls, config)
+        if "cell" in config:
+            config["cell"] = _deserialize(config["cell"], custom_objects)
+        return cls(**config)
 
 
 class _CellRNN(RNN):
@@ -233,8 +240,8 @@ class Bidirectional(Layer):
 
     @staticmethod
     def _clone(layer: RNN, prefix: str, go_backwards: bool) -> RNN:
-        config = {**layer.get_config(), "name": prefix + layer.name,
-                  "go_backwards": go_backwards}
+        name = layer.name[len(prefix):] if layer.name.startswith(prefix) else layer.name
+        config = {**layer.get_config(), "name": prefix + name, "go_backwards": go_backwards}
         return type(layer).from_config(config)
 
     def build(self, input_shape) -> None:
@@ -272,13 +279,17 @@ class Bidirectional(Layer):
         return out
 
     def get_config(self) -> dict:
-        layer = self.forward_layer
-        inner = {**layer.get_config(), "name": layer.name[len("forward_"):]}
         return {**super().get_config(), "merge_mode": self.merge_mode,
-                "layer": {"class_name": type(layer).__name__, "config": inner}}
+                "layer": _serialize(self.forward_layer),
+                "backward_layer": _serialize(self.backward_layer)}
 
     @classmethod
-    def from_config(cls, config: dict):
-        config = dict(config)
-        spec = config.pop("layer")
-        return cls(_layer_class(spec["class_name"]).from_config(spec["config"]), **config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A layer from :meth:`get_config` output (Keras's too)."""
+        from layerkit._core.serialization import init_kwargs
+
+        config = init_kwargs(cls, config)
+        config["layer"] = _deserialize(config["layer"], custom_objects)
+        if config.get("backward_layer") is not None:
+            config["backward_layer"] = _deserialize(config["backward_layer"], custom_objects)
+        return cls(**config)

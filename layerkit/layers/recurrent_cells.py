@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from layerkit import initializers, regularizers
+from layerkit import constraints, initializers, regularizers
 from layerkit.layers import activations
 from layerkit.layers.layer import Layer
 from layerkit.ops import array as _array
@@ -59,7 +59,9 @@ class _Cell(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.constraints = (kernel_constraint, recurrent_constraint, bias_constraint)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.dropout, self.recurrent_dropout = min(1.0, dropout), min(1.0, recurrent_dropout)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
@@ -77,13 +79,13 @@ class _Cell(Layer):
         n = self.gates * self.units
         self.kernel = self.add_weight("kernel", (input_shape[-1], n), self.kernel_initializer,
                                       regularizer=self.kernel_regularizer,
-                                      constraint=self.constraints[0])
+                                      constraint=self.kernel_constraint)
         self.recurrent_kernel = self.add_weight(
             "recurrent_kernel", (self.units, n), self.recurrent_initializer,
-            regularizer=self.recurrent_regularizer, constraint=self.constraints[1])
+            regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
         self.bias = self.add_weight("bias", self._bias_shape(), self._bias_init(),
                                     regularizer=self.bias_regularizer,
-                                    constraint=self.constraints[2]) if self.use_bias else None
+                                    constraint=self.bias_constraint) if self.use_bias else None
 
     def _bias_shape(self) -> tuple:
         return (self.gates * self.units,)
@@ -162,6 +164,9 @@ class _Cell(Layer):
                 "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
                 "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
                 "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint),
                 "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
                 "seed": self.seed}
 
