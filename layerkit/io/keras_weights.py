@@ -277,6 +277,8 @@ def assign_keras_weights(model, flat: dict, source: str = "<weights>",
             received shapes); or the file holds weights the model has no place for.
     """
     if not getattr(model, "built", True):
+        if not any(not p.startswith("optimizer/") for p in flat):
+            return []  # an unbuilt model saved without weights
         raise ValueError(f"load_weights({source!r}): model '{model.name}' is not built; "
                          f"Keras weights are matched by shape, so build it first (call it "
                          f"on a batch, or model.build(input_shape))")

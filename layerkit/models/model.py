@@ -37,6 +37,8 @@ As in Keras, a batch without targets reaches the steps as ``x`` itself, not ``(x
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from layerkit import callbacks as _callbacks
@@ -293,12 +295,10 @@ class Model(Layer):
         self._loss_tracker = _LossTracker(name="loss")
         self.run_eagerly = bool(run_eagerly)
         self.compiled = True
-        # (the optimizer object: a saved config then holds its current settings)
-        self.__dict__["_compile_config"] = {
-            "optimizer": self.optimizer, "loss": loss, "loss_weights": loss_weights,
-            "metrics": metrics, "weighted_metrics": weighted_metrics,
-            "run_eagerly": self.run_eagerly, "steps_per_execution": steps_per_execution,
-            "jit_compile": jit_compile}
+        self.__dict__["_compile_config"] = _compile_snapshot(dict(
+            loss=loss, loss_weights=loss_weights, metrics=metrics,
+            weighted_metrics=weighted_metrics, run_eagerly=self.run_eagerly,
+            steps_per_execution=steps_per_execution, jit_compile=jit_compile))
         self.__dict__["_step_cache"] = None
         self.__dict__["_step_functions"] = {}
 
@@ -906,12 +906,22 @@ class Model(Layer):
 
     def get_compile_config(self) -> dict | None:
         """The arguments of :meth:`compile` (serialized), or None if not compiled."""
-        config = self.__dict__.get("_compile_config")
-        if not self.compiled or config is None:
+        snapshot = self.__dict__.get("_compile_config")
+        if not self.compiled or snapshot is None:
             return None
         from layerkit.saving.serialization_lib import serialize_keras_object
 
-        return serialize_keras_object(config)
+        raw, config = snapshot
+        if config is None:  # not serializable: raise the error now, with its message
+            config = serialize_keras_object(raw)
+        elif '"__lambda__"' in json.dumps(config):
+            import warnings
+
+            warnings.warn(f"model '{self.name}': the loss or a metric is a Python lambda, "
+                          f"saved only as a marker; the saved compile config cannot be "
+                          f"loaded again", stacklevel=2)
+        # the optimizer as it is now (its learning rate may have changed since compile)
+        return {"optimizer": serialize_keras_object(self.optimizer), **config}
 
     def compile_from_config(self, config: dict) -> None:
         """Compile with :meth:`get_compile_config` output (Keras 3's too), then create
@@ -935,6 +945,21 @@ class Model(Layer):
         self.compile(**args)
         if self.built and self.trainable_variables:
             self.optimizer.build(self.trainable_variables)
+
+
+def _compile_snapshot(args: dict) -> tuple:
+    """(compile arguments, their serialized form or None): taken at compile time, since
+    compiling renames metric objects (``out_auc``) that the user passed."""
+    import warnings
+
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (get_compile_config warns about lambdas)
+            return args, serialize_keras_object(args)
+    except (TypeError, ValueError, NotImplementedError):
+        return args, None
 
 
 def _functional_like(cls) -> bool:

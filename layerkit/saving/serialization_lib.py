@@ -430,8 +430,12 @@ def _from_config(cls, class_name: str, inner: dict):
     try:
         return from_config(dict(inner), **kwargs)
     except TypeError as e:
-        raise TypeError(f"{class_name}.from_config could not rebuild the object from its "
-                        f"config {sorted(inner)}: {e}") from e
+        if getattr(e, "_lk_config", False):  # a nested object's, already explained
+            raise
+        err = TypeError(f"{class_name}.from_config could not rebuild the object from its "
+                        f"config {sorted(inner)}: {e}")
+        err._lk_config = True
+        raise err from e
 
 
 def _special(class_name: str, inner):
