@@ -366,51 +366,38 @@ def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
     Args:
         model: a built layerkit model of the same architecture.
         filepath: ``*.weights.h5`` / ``*.h5`` (``model.save_weights`` in Keras 3) or
-            ``*.keras`` (``model.save``: a zip with ``config.json``, ``metadata.json`` and
-            ``model.weights.h5``; only the weights are read).
+            ``*.keras`` (``model.save`` of Keras 3 or layerkit: only the weights member
+            is read; see :mod:`layerkit.saving.saving_lib`).
         skip_mismatch: see :func:`load_h5_group`.
 
     Returns:
         The Keras group paths that were assigned.
 
     Raises:
-        ImportError: h5py is not installed (``pip install layerkit[h5]``).
+        ImportError: h5py is not installed and the weights are HDF5
+            (``pip install layerkit[h5]``).
         FileNotFoundError: no such file.
         ValueError: not a Keras 3 file, or weights that do not match (see
-            :func:`load_h5_group`).
+            :func:`assign_keras_weights`).
 
     Example:
         >>> model.load_weights("model.weights.h5")  # doctest: +SKIP
     """
-    import zipfile
-
-    h5py = require("h5py", "h5", _FEATURE)
     path = os.fspath(filepath)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_weights: no such file: {path!r}")
     if path.endswith(".keras"):
-        try:
-            with zipfile.ZipFile(path) as zf:
-                names = zf.namelist()
-                if "model.weights.h5" not in names:
-                    raise ValueError(
-                        f"load_weights({path!r}): the archive has no model.weights.h5 "
-                        f"(members: {names}); sharded or non-HDF5 .keras archives are not "
-                        f"supported")
-                data = zf.read("model.weights.h5")
-        except zipfile.BadZipFile:
-            raise ValueError(f"load_weights({path!r}): not a .keras archive (not a zip "
-                             f"file)") from None
-        source, handle = f"{path}:model.weights.h5", io.BytesIO(data)
-    else:
-        source, handle = path, path
+        from layerkit.saving.saving_lib import load_archive_weights
+
+        return load_archive_weights(model, path, skip_mismatch=skip_mismatch)
+    h5py = require("h5py", "h5", _FEATURE)
     try:
-        f = h5py.File(handle, "r")
+        f = h5py.File(path, "r")
     except OSError as e:
-        raise ValueError(f"load_weights({source!r}): not an HDF5 file ({e})") from None
+        raise ValueError(f"load_weights({path!r}): not an HDF5 file ({e})") from None
     with f:
-        _check_keras3(f, source)
-        return load_h5_group(model, f, source, skip_mismatch=skip_mismatch)
+        _check_keras3(f, path)
+        return load_h5_group(model, f, path, skip_mismatch=skip_mismatch)
 
 
 def _saved_groups(model) -> list:

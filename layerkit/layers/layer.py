@@ -487,6 +487,8 @@ class Layer(Tracked):
                 that does not override ``get_config``.
         """
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = tuple(self._batch_input_shape)
         if type(self).get_config in _DEFAULT_CONFIGS:

@@ -930,9 +930,14 @@ class Model(Layer):
 
         kinds = {"optimizer": "optimizers", "loss": "losses", "metrics": "metrics",
                  "weighted_metrics": "metrics"}
-        args = {k: deserialize_keras_object(v, kind=kinds.get(k)) for k, v in config.items()
-                if k in kinds or k in ("loss_weights", "run_eagerly", "steps_per_execution",
-                                       "jit_compile")}
+        try:
+            args = {k: deserialize_keras_object(v, kind=kinds.get(k))
+                    for k, v in config.items()
+                    if k in kinds or k in ("loss_weights", "run_eagerly", "steps_per_execution",
+                                           "jit_compile")}
+        except (ValueError, TypeError, NotImplementedError) as e:
+            raise type(e)(f"model '{self.name}': cannot compile it as it was saved: {e}. "
+                          f"Load it with compile=False and call compile() yourself") from e
         if args.get("optimizer") is None:
             args.pop("optimizer", None)
         if type(self).compile is not Model.compile:

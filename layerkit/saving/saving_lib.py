@@ -39,7 +39,8 @@ import os
 import tempfile
 import zipfile
 
-__all__ = ["save_model", "load_model", "model_from_json", "KERAS_FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "model_from_json", "load_archive_weights",
+           "KERAS_FORMAT_VERSION"]
 
 KERAS_FORMAT_VERSION = "3.15.1"  # the Keras release whose archive format is written
 CONFIG = "config.json"
@@ -188,7 +189,7 @@ def load_model(filepath, custom_objects: dict | None = None, compile: bool = Tru
         raise ValueError(f"load_model({source!r}): not a .keras archive (not a zip "
                          f"file)") from None
     with zf:
-        infos = _check_members(zf, source)
+        infos = _check_members(zf, source, "load_model")
         if CONFIG not in infos:
             raise ValueError(f"load_model({source!r}): the archive has no {CONFIG} (members: "
                              f"{sorted(infos)[:10]})")
@@ -204,11 +205,33 @@ def load_model(filepath, custom_objects: dict | None = None, compile: bool = Tru
         if not isinstance(model, Layer):
             raise ValueError(f"load_model({source!r}): {CONFIG} describes a "
                              f"{type(model).__name__}, not a model")
-        _load_weights(model, zf, infos, source)
+        _load_weights(model, zf, infos, source, "load_model")
     return model
 
 
-def _check_members(zf: zipfile.ZipFile, source: str) -> dict:
+def load_archive_weights(model, filepath, skip_mismatch: bool = False) -> list:
+    """Assign the weights of a ``.keras`` archive (either weights member) to a built
+    model of the same architecture; ``Model.load_weights("x.keras")`` calls this.
+
+    Returns:
+        The Keras group paths that were assigned.
+
+    Raises:
+        ValueError: not a valid archive, or weights that do not match (unless
+            ``skip_mismatch``).
+    """
+    source = os.fspath(filepath)
+    try:
+        zf = zipfile.ZipFile(source)
+    except zipfile.BadZipFile:
+        raise ValueError(f"load_weights({source!r}): not a .keras archive (not a zip "
+                         f"file)") from None
+    with zf:
+        return _load_weights(model, zf, _check_members(zf, source, "load_weights"), source,
+                             "load_weights", skip_mismatch)
+
+
+def _check_members(zf: zipfile.ZipFile, source: str, what: str) -> dict:
     """``{name: ZipInfo}``, refusing unsafe, duplicate or encrypted members."""
     infos: dict = {}
     for info in zf.infolist():
@@ -216,17 +239,17 @@ def _check_members(zf: zipfile.ZipFile, source: str) -> dict:
         parts = name.replace("\\", "/").split("/")
         if (name.startswith(("/", "\\")) or "\\" in name or "\x00" in name or ".." in parts
                 or (len(name) > 1 and name[1] == ":")):
-            raise ValueError(f"load_model({source!r}): the archive has an unsafe member name "
+            raise ValueError(f"{what}({source!r}): the archive has an unsafe member name "
                              f"{name!r} (absolute, or leaving the archive with '..'); "
                              f"refusing it")
         if name in infos:
-            raise ValueError(f"load_model({source!r}): the archive has two members named "
+            raise ValueError(f"{what}({source!r}): the archive has two members named "
                              f"{name!r}")
         if info.flag_bits & 0x1:
-            raise ValueError(f"load_model({source!r}): member {name!r} is encrypted")
+            raise ValueError(f"{what}({source!r}): member {name!r} is encrypted")
         if info.file_size > _BOMB_FLOOR and info.file_size > _BOMB_RATIO * max(
                 info.compress_size, 1):
-            raise ValueError(f"load_model({source!r}): member {name!r} declares "
+            raise ValueError(f"{what}({source!r}): member {name!r} declares "
                              f"{info.file_size} bytes but stores {info.compress_size}; "
                              f"refusing a likely decompression bomb")
         infos[name] = info
@@ -252,7 +275,8 @@ def _read_json(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str):
                          f"({e})") from None
 
 
-def _load_weights(model, zf: zipfile.ZipFile, infos: dict, source: str) -> None:
+def _load_weights(model, zf: zipfile.ZipFile, infos: dict, source: str, what: str,
+                  skip_mismatch: bool = False) -> list:
     from layerkit.io import keras_weights
 
     if WEIGHTS_H5 in infos:
@@ -264,10 +288,10 @@ def _load_weights(model, zf: zipfile.ZipFile, infos: dict, source: str) -> None:
         try:
             f = h5py.File(io.BytesIO(data), "r")
         except OSError as e:
-            raise ValueError(f"load_model({where!r}): not an HDF5 file ({e})") from None
+            raise ValueError(f"{what}({where!r}): not an HDF5 file ({e})") from None
         with f:
-            keras_weights.assign_keras_weights(model, keras_weights.h5_datasets(f), where)
-        return
+            return keras_weights.assign_keras_weights(model, keras_weights.h5_datasets(f),
+                                                      where, skip_mismatch)
     if WEIGHTS_LK in infos:
         from layerkit.checkpoint.format import CheckpointError, CheckpointReader
 
@@ -281,10 +305,9 @@ def _load_weights(model, zf: zipfile.ZipFile, infos: dict, source: str) -> None:
                 with CheckpointReader(target) as reader:
                     flat = reader.read_many(reader.keys())
             except CheckpointError as e:
-                raise ValueError(f"load_model({where!r}): {e.problem}") from None
-        keras_weights.assign_keras_weights(model, flat, where)
-        return
-    raise ValueError(f"load_model({source!r}): the archive has no weights member (expected "
+                raise ValueError(f"{what}({where!r}): {e.problem}") from None
+        return keras_weights.assign_keras_weights(model, flat, where, skip_mismatch)
+    raise ValueError(f"{what}({source!r}): the archive has no weights member (expected "
                      f"{WEIGHTS_H5} or {WEIGHTS_LK}; members: {sorted(infos)[:10]}); "
                      f"sharded or .npz archives are not supported")
 

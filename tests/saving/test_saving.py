@@ -531,3 +531,23 @@ def test_save_arguments(tmp_path):
     unbuilt = lk.Sequential([L.Dense(2)])
     again = lk.models.load_model(unbuilt.save(tmp_path / "u.keras"))
     assert not again.built and len(again.layers) == 1
+
+
+def test_load_weights_of_an_archive_and_unknown_compile_objects(tmp_path):
+    model = lk.Sequential([lk.Input((3,)), L.Dense(2, activity_regularizer="l2")])
+    path = model.save(tmp_path / "w.keras", weights_format="layerkit")
+    other = lk.Sequential([lk.Input((3,)), L.Dense(2)])
+    other.load_weights(path)  # only the weights member is read
+    for a, b in zip(other.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    again = lk.models.load_model(path)
+    assert isinstance(again.layers[0].activity_regularizer, lk.regularizers.L2)
+    # an optimizer layerkit does not have: a clear error, and compile=False still loads
+    config = json.loads(zipfile.ZipFile(path).read("config.json"))
+    config["compile_config"] = {"optimizer": {"module": "keras.optimizers",
+                                              "class_name": "Nadam", "config": {},
+                                              "registered_name": None}, "loss": "mse"}
+    bad = _with_config(tmp_path, config)
+    with pytest.raises(ValueError, match="unknown optimizer class 'Nadam'.*compile=False"):
+        lk.models.load_model(bad)
+    assert lk.models.load_model(bad, compile=False).optimizer is None
