@@ -205,9 +205,11 @@ class Sequential(Model):
         return model
 
     def get_build_config(self) -> dict | None:
+        """``{"input_shape": [None, ...]}`` once the input shape is known, else None."""
         shape = self._input_shape
         return {"input_shape": [None] + list(shape)[1:]} if shape is not None else None
 
     def build_from_config(self, config: dict) -> None:
+        """Build from :meth:`get_build_config` output (Keras's too)."""
         if config and config.get("input_shape") is not None and not self.built:
             self.build(tuple(config["input_shape"]))

@@ -77,7 +77,7 @@ class ObjectSharingScope:
 
     def __enter__(self) -> ObjectSharingScope:
         self._outer = getattr(_STATE, "shared", None)
-        _STATE.shared = {"by_id": {}, "objects": {}}
+        _STATE.shared = {"by_id": {}, "objects": {}, "produced": {}}
         return self
 
     def __exit__(self, *exc) -> None:
@@ -227,6 +227,9 @@ def serialize_keras_object(obj):
     if isinstance(obj, (list, tuple)):
         return [serialize_keras_object(x) for x in obj]
     if isinstance(obj, dict):
+        shared = _shared()
+        if shared is not None and id(obj) in shared["produced"]:
+            return obj  # already serialized: kept, so a later shared_object_id shows
         return serialize_dict(obj)
     if isinstance(obj, bytes):
         return {"class_name": "__bytes__", "config": {"value": obj.decode("utf-8")}}
@@ -316,6 +319,7 @@ def _record_shared(obj, config: dict) -> None:
     shared = _shared()
     if shared is None:
         return
+    shared["produced"][id(config)] = config
     first = shared["by_id"].get(id(obj))
     if first is None:
         shared["by_id"][id(obj)] = (obj, config)  # obj kept alive: ids stay unique

@@ -255,3 +255,35 @@ def test_keras_only_arguments():
                                                    "config": {"name": "float64"},
                                                    "registered_name": None}})
     assert d.dtype == "float64"
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_optimizers_apply_constraints_after_each_update(traced):
+    """As in Keras 3: apply_gradients (in any training loop, eager or traced) projects
+    each updated variable with its constraint."""
+    layer = L.Dense(3, kernel_constraint=lk.constraints.MaxNorm(0.5),
+                    bias_constraint=lk.constraints.NonNeg())
+    layer.build((None, 4))
+    assert isinstance(layer.kernel.constraint, lk.constraints.MaxNorm)
+    assert lk.Variable([1.0]).constraint is None
+    opt = lk.optimizers.SGD(1.0)
+    x = _x((5, 4))
+
+    def step():
+        with lk.GradientTape() as tape:
+            loss = lk.reduce_sum(layer(x)) * -1.0   # pushes weights up
+        grads = tape.gradient(loss, layer.trainable_variables)
+        opt.apply_gradients(zip(grads, layer.trainable_variables))
+
+    run = lk.function(step) if traced else step
+    for _ in range(3):
+        kernel_before, bias_before = layer.kernel.numpy(), layer.bias.numpy()
+        run()
+        # the unconstrained SGD update, then the projection
+        g_kernel = -np.repeat(x.sum(0)[:, None], 3, axis=1)
+        raw = kernel_before - g_kernel
+        norms = np.sqrt((raw ** 2).sum(0, keepdims=True))
+        np.testing.assert_allclose(layer.kernel.numpy(),
+                                   raw * np.clip(norms, 0, 0.5) / (1e-7 + norms), rtol=1e-5)
+        np.testing.assert_allclose(layer.bias.numpy(), np.maximum(bias_before + 5.0, 0),
+                                   rtol=1e-6)

@@ -551,3 +551,23 @@ def test_load_weights_of_an_archive_and_unknown_compile_objects(tmp_path):
     with pytest.raises(ValueError, match="unknown optimizer class 'Nadam'.*compile=False"):
         lk.models.load_model(bad)
     assert lk.models.load_model(bad, compile=False).optimizer is None
+
+
+def test_layer_shared_by_two_nested_models(tmp_path, weights_format):
+    """The config holds the shared layer twice, with one shared_object_id (Keras's
+    scheme): it loads as one layer, whose weights are stored once."""
+    shared = L.Dense(3, name="shared")
+    s1 = lk.Sequential([lk.Input((3,)), shared, L.Dense(3)], name="s1")
+    s2 = lk.Sequential([lk.Input((3,)), L.Dense(3), shared], name="s2")
+    inp = lk.Input((3,))
+    model = lk.Model(inp, L.Add()([s1(inp), s2(inp)]))
+    path = model.save(tmp_path / "s.keras", weights_format=weights_format)
+    layers = json.loads(zipfile.ZipFile(path).read("config.json"))["config"]["layers"]
+    ids = [e.get("shared_object_id") for seq in layers if seq["class_name"] == "Sequential"
+           for e in seq["config"]["layers"] if e["config"]["name"] == "shared"]
+    assert len(ids) == 2 and ids[0] == ids[1] is not None
+    again = lk.models.load_model(path)
+    assert again.get_layer("s1").layers[0] is again.get_layer("s2").layers[1]
+    assert len(again.weights) == len(model.weights) == 6
+    x = _data((2, 3))
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
