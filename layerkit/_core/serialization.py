@@ -21,6 +21,7 @@ _NEUTRAL = {
     "zero_output_for_mask": _ANY, "use_cudnn": _ANY, "time_major": (False,),
     "synchronized": (False,), "rms_scaling": (False,), "autocast": (True,),
     "renorm": (False,), "renorm_clipping": (None,), "renorm_momentum": _ANY,
+    "groups": (1,),
     "use_ema": (False,), "ema_momentum": _ANY, "ema_overwrite_frequency": (None,),
     "loss_scale_factor": (None,), "gradient_accumulation_steps": (None,),
     "is_legacy_optimizer": (False,), "jit_compile": _ANY, "decay": (0.0, None),

@@ -113,3 +113,12 @@ def test_subclassed_archive(fresh_registry):
     np.testing.assert_allclose(model.predict(d["x"], verbose=0), d["p"], atol=1e-5)
     assert type(model.optimizer) is lk.optimizers.RMSprop
     assert int(model.optimizer.iterations.numpy()) == 1
+
+
+def test_convolutional_archive_with_nested_model():
+    d = np.load(FIXTURES / "convnet.npz")
+    model = _load("convnet")
+    assert [type(x).__name__ for x in model.layers][:3] == ["Conv2D", "BatchNormalization",
+                                                            "DepthwiseConv2D"]
+    np.testing.assert_allclose(model.predict(d["x"], verbose=0), d["p"], atol=1e-5)
+    assert int(model.optimizer.iterations.numpy()) == 1
