@@ -58,8 +58,9 @@ def _mha():
             lambda layer, xs: layer(xs[0], xs[1]))
 
 
-# class name -> (factory, [(sample shape, dtype), ...], call(layer, inputs)). Aliases
-# (MaxPool2D, ...) use their class's entry.
+# class name -> (factory, [(sample shape, dtype), ...], call(layer, inputs) -> outputs or a
+# model). Aliases (MaxPool2D, ...) use their class's entry. Entries for layers of other
+# branches are unused until those layers are exported here.
 CASES = {
     "Dense": _one(lambda: L.Dense(3, activation="relu", kernel_regularizer="l2",
                                   bias_constraint=lk.constraints.NonNeg()), (4,)),
@@ -95,7 +96,6 @@ CASES = {
     "Bidirectional": _one(lambda: L.Bidirectional(L.LSTM(2, return_sequences=True), "ave"),
                           (4, 3)),
     "MultiHeadAttention": _mha(),
-    # layers on other branches (unused until they are exported here)
     "Conv1D": _one(lambda: L.Conv1D(3, 3, padding="causal"), (6, 2)),
     "Conv1DTranspose": _one(lambda: L.Conv1DTranspose(2, 3, strides=2), (5, 3)),
     "Conv3D": _one(lambda: L.Conv3D(2, 2, activation="relu"), (4, 4, 4, 2)),
@@ -132,6 +132,38 @@ CASES = {
     "RandomTranslation": _one(lambda: L.RandomTranslation(0.1, 0.2, seed=1), (6, 6, 3)),
     "RandomZoom": _one(lambda: L.RandomZoom(0.1, seed=1), (6, 6, 3)),
     "RandomContrast": _one(lambda: L.RandomContrast(0.2, seed=1), (6, 6, 3)),
+    "ReLU": _one(lambda: L.ReLU(max_value=2.0, negative_slope=0.1), (4,)),
+    "LeakyReLU": _one(lambda: L.LeakyReLU(0.2), (4,)),
+    "PReLU": _one(lambda: L.PReLU(alpha_initializer="ones", shared_axes=[1]), (3, 4)),
+    "ELU": _one(lambda: L.ELU(0.5), (4,)),
+    "Softmax": _one(lambda: L.Softmax(axis=1), (3, 4)),
+    "Identity": _one(lambda: L.Identity(), (4,)),
+    "Lambda": _one(lambda: L.Lambda(lk.tanh), (4,)),
+    "InputLayer": (lambda: L.InputLayer(shape=(4,)), [((4,), "float32")],
+                   lambda layer, xs: lk.Sequential([layer, L.Dense(2)])),
+    "RepeatVector": _one(lambda: L.RepeatVector(3), (4,)),
+    "Permute": _one(lambda: L.Permute((2, 1)), (3, 4)),
+    "TimeDistributed": _one(lambda: L.TimeDistributed(L.Dense(2)), (3, 4)),
+    "Subtract": _many(lambda: L.Subtract(), [(4,), (4,)]),
+    "Multiply": _many(lambda: L.Multiply(), [(4,), (4,)]),
+    "Average": _many(lambda: L.Average(), [(4,), (4,)]),
+    "Maximum": _many(lambda: L.Maximum(), [(4,), (4,)]),
+    "Minimum": _many(lambda: L.Minimum(), [(4,), (4,)]),
+    "Dot": _many(lambda: L.Dot(axes=1, normalize=True), [(4,), (4,)]),
+    "SpatialDropout1D": _one(lambda: L.SpatialDropout1D(0.2, seed=1), (4, 3)),
+    "SpatialDropout2D": _one(lambda: L.SpatialDropout2D(0.2, seed=1), (4, 4, 3)),
+    "SpatialDropout3D": _one(lambda: L.SpatialDropout3D(0.2, seed=1), (2, 2, 2, 3)),
+    "GaussianNoise": _one(lambda: L.GaussianNoise(0.1, seed=1), (4,)),
+    "GaussianDropout": _one(lambda: L.GaussianDropout(0.1, seed=1), (4,)),
+    "AlphaDropout": _one(lambda: L.AlphaDropout(0.1, seed=1), (4,)),
+    "ActivityRegularization": _one(lambda: L.ActivityRegularization(0.1, 0.2), (4,)),
+    "GroupNormalization": _one(lambda: L.GroupNormalization(groups=2), (3, 4)),
+    "UnitNormalization": _one(lambda: L.UnitNormalization(axis=-1), (4,)),
+    "Masking": _one(lambda: L.Masking(0.0), (4, 3)),
+    "StackedRNNCells": _one(lambda: L.RNN(L.StackedRNNCells([L.LSTMCell(3), L.GRUCell(2)])),
+                            (4, 3)),
+    "Attention": _many(lambda: L.Attention(use_scale=True), [(4, 3), (5, 3)]),
+    "AdditiveAttention": _many(lambda: L.AdditiveAttention(), [(4, 3), (5, 3)]),
 }
 
 
@@ -149,8 +181,9 @@ def _build(cls):
     make, specs, call = _case(cls)
     inputs = [lk.Input(shape, dtype=dtype) for shape, dtype in specs]
     layer = make()
-    out = call(layer, inputs)
-    model = lk.Model(inputs if len(inputs) > 1 else inputs[0], out)
+    out = call(layer, inputs)  # (or a whole model, for layers that are not called)
+    model = out if isinstance(out, lk.Model) else lk.Model(
+        inputs if len(inputs) > 1 else inputs[0], out)
     data = [_x((2,) + shape, dtype, seed=i) for i, (shape, dtype) in enumerate(specs)]
     rng = np.random.default_rng(3)
     model.set_weights([rng.normal(size=w.shape).astype(w.dtype) if "variance" not in w.name
