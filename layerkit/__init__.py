@@ -23,6 +23,7 @@ from layerkit import io  # noqa: E402
 from layerkit import onnx  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
+from layerkit import keras, train  # noqa: E402
 
 _memory.tune_on_import()
 

@@ -97,13 +97,16 @@ class CheckpointManager:
         """The newest managed checkpoint, or None."""
         return self._managed[-1][0] if self._managed else None
 
-    def save(self, checkpoint_number=None) -> str:
+    def save(self, checkpoint_number=None, check_interval: bool = True, options=None) -> str:
         """Save a new checkpoint, update the index, and delete old checkpoints.
 
         Args:
             checkpoint_number: the number in the file name (an int, or a Variable/Tensor
                 such as ``optimizer.iterations``); default the checkpoint's save counter.
                 The save counter is incremented either way.
+            check_interval, options: accepted for TensorFlow compatibility; layerkit's
+                manager has no save interval and one local file format, so they change
+                nothing.
 
         Returns:
             the path of the new checkpoint.

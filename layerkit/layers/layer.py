@@ -21,13 +21,14 @@ import warnings
 import numpy as np
 
 from layerkit import constraints, initializers, regularizers
-from layerkit._core.convert import FLOATX, as_dtype, to_array
+from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
 from layerkit.layers import input_spec as _spec
 from layerkit.layers import symbolic as _sym
+from layerkit.layers.backend_config import floatx
 from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
 from layerkit.ops.elementwise import cast
 
@@ -171,7 +172,8 @@ def _auto_config(cls, args: tuple, kwargs: dict):
             return None
         else:
             config[name] = value
-    config.pop("name", None)
+    for base in ("name", "trainable", "dtype"):  # get_config gives the resolved values
+        config.pop(base, None)
     return config if _simple(config) else None
 
 
@@ -243,7 +245,7 @@ class Layer(Tracked):
             object.__setattr__(self, "_auto_config", _auto_config(cls, args, kwargs))
         return self
 
-    def __init__(self, name: str | None = None, trainable: bool = True, dtype="float32",
+    def __init__(self, name: str | None = None, trainable: bool = True, dtype=None,
                  **kwargs) -> None:
         d = self.__dict__
         unknown = [k for k in kwargs if k not in _SHAPE_KWARGS + ("activity_regularizer",)]
@@ -259,7 +261,7 @@ class Layer(Tracked):
                  _regularizers=[], _losses=[], _eager_losses=[],
                  _loss_gen=-1, _call_gen=-2, _building=False, built=False,
                  _trainable=bool(trainable), _batch_input_shape=shape,
-                 _dtype=as_dtype(_policy_dtype(dtype)) if dtype is not None else FLOATX)
+                 _dtype=as_dtype(_policy_dtype(dtype) if dtype is not None else floatx()))
         d["activity_regularizer"] = regularizers.get(kwargs.get("activity_regularizer"))
         d["name"] = name or unique_name(type(self).__name__)
 
@@ -282,6 +284,36 @@ class Layer(Tracked):
         return self._dtype.name
 
     compute_dtype = variable_dtype = dtype
+
+    # ---- the functional graph ------------------------------------------------------------
+    def _first_node(self, what: str):
+        nodes = self.__dict__.get("_inbound_nodes")
+        if not nodes:
+            raise AttributeError(f"Layer '{self.name}' has never been called on symbolic "
+                                 f"inputs (lk.Input) and thus has no defined {what}")
+        return nodes[0]
+
+    @property
+    def input(self):
+        """The symbolic input of this layer's first call in a functional graph (a list
+        when that call took several), as Keras's ``layer.input``.
+
+        Raises:
+            AttributeError: the layer was never called on symbolic inputs.
+        """
+        inputs = self._first_node("input").inputs
+        return inputs[0] if len(inputs) == 1 else list(inputs)
+
+    @property
+    def output(self):
+        """The symbolic output of this layer's first call in a functional graph, as
+        Keras's ``layer.output`` (``lk.Model(model.input, layer.output)`` extracts
+        features).
+
+        Raises:
+            AttributeError: the layer was never called on symbolic inputs.
+        """
+        return self._first_node("output").outputs
 
     def add_weight(self, name=None, shape=None, initializer=None, dtype=None,
                    trainable: bool = True, regularizer=None, constraint=None) -> Variable:

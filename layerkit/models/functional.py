@@ -13,6 +13,7 @@ import numpy as np
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.layers.backend_config import floatx
 from layerkit.layers.layer import set_keras_mask
 from layerkit.layers.symbolic import SymbolicTensor, map_structure
 
@@ -29,7 +30,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
         shape: the shape of one sample (without the batch axis); None entries are
             unknown sizes.
         batch_size: optional fixed batch size.
-        dtype: the dtype (default float32).
+        dtype: the dtype (default ``lk.keras.backend.floatx()``, float32 unless set).
         sparse: unsupported; must be None or False.
         batch_shape: the full shape including the batch axis (instead of ``shape``).
         name: the input's name (used to match dict inputs); default ``input_layer``,
@@ -67,7 +68,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
         n = _INPUT_UIDS[0]
         _INPUT_UIDS[0] += 1
         name = "input_layer" if n == 0 else f"input_layer_{n}"
-    return SymbolicTensor(batch_shape, dtype or "float32", name=name)
+    return SymbolicTensor(batch_shape, dtype or floatx(), name=name)
 
 
 def _check_symbolic(struct, what: str) -> list:

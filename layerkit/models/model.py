@@ -163,12 +163,40 @@ class Model(Layer):
         return super().layers
 
     @property
-    def inputs(self):
-        return self._graph.inputs if self._graph is not None else None
+    def inputs(self) -> list | None:
+        """The model's symbolic inputs as a flat list (Keras 3), None before it has any."""
+        return list(self._graph.flat_inputs) if self._graph is not None else None
 
     @property
-    def outputs(self):
-        return self._graph.outputs if self._graph is not None else None
+    def outputs(self) -> list | None:
+        """The model's symbolic outputs as a flat list (Keras 3), None before it has any."""
+        return list(self._graph.flat_outputs) if self._graph is not None else None
+
+    def _structure(self, what: str):
+        if self._graph is None:
+            raise AttributeError(f"Model '{self.name}' has no symbolic {what} yet: build it "
+                                 f"on lk.Input tensors (or give a Sequential an lk.Input)")
+        return self._graph.inputs if what == "input" else self._graph.outputs
+
+    @property
+    def input(self):
+        """The symbolic input(s) in the structure the model was built with."""
+        return self._structure("input")
+
+    @property
+    def output(self):
+        """The symbolic output(s) in the structure the model was built with."""
+        return self._structure("output")
+
+    @property
+    def input_shape(self):
+        """The input shape(s) with None for unknown sizes (a tuple, or a list of them)."""
+        return _shapes(self._structure("input"))
+
+    @property
+    def output_shape(self):
+        """The output shape(s) with None for unknown sizes (a tuple, or a list of them)."""
+        return _shapes(self._structure("output"))
 
     @property
     def input_names(self) -> list:
@@ -1187,3 +1215,10 @@ def _traced_step(model: Model, kind: str):
     def predict_step(data):
         return model.predict_step(data)
     return _function(predict_step)
+
+
+def _shapes(structure):
+    flat = flatten(structure)
+    shapes = [tuple(t.shape) for t in flat]
+    return shapes[0] if len(shapes) == 1 and not isinstance(structure, (list, tuple, dict)) \
+        else shapes

@@ -37,6 +37,7 @@ class Sequential(Model):
         self._stack = []  # tracked list: weights and checkpoint order follow it
         self.__dict__["_input_shape"] = None
         self.__dict__["_symbolic"] = []  # (layer, output shape) once built symbolically
+        self.__dict__["_sym_outs"] = []  # each layer's symbolic output, in step
         for layer in layers or []:
             self.add(layer)
 
@@ -63,6 +64,7 @@ class Sequential(Model):
             self.__dict__["_input_shape"] = tuple(layer.shape)
             self.__dict__["_input_dtype"] = layer.dtype
             self.__dict__["_input_name"] = layer.name
+            self.__dict__["_sym_input"] = layer
             return
         if not isinstance(layer, Layer):
             raise TypeError(
@@ -84,25 +86,47 @@ class Sequential(Model):
             raise IndexError(f"Sequential '{self.name}' has no layers to pop")
         layer = self._stack.pop()
         self.__dict__["_symbolic"] = self._symbolic[:len(self._stack)]
+        self.__dict__["_sym_outs"] = self._sym_outs[:len(self._stack)]
         self.__dict__["_step_cache"] = None
         return layer
 
     def _build_symbolic(self, input_shape) -> None:
         # Run the stack on symbolic tensors: builds every layer and records output shapes.
-        done = self._symbolic
+        done, outs = self._symbolic, self._sym_outs
         if done:
-            x = SymbolicTensor(done[-1][1], done[-1][2])
+            x = outs[-1]
         else:
-            x = SymbolicTensor((None,) + tuple(input_shape)[1:],
-                               self.__dict__.get("_input_dtype") or self._dtype)
+            x = self.__dict__.get("_sym_input")
+            if x is None or tuple(x.shape[1:]) != tuple(input_shape)[1:]:
+                x = SymbolicTensor((None,) + tuple(input_shape)[1:],
+                                   self.__dict__.get("_input_dtype") or self._dtype,
+                                   name=self.__dict__.get("_input_name"))
+                self.__dict__["_sym_input"] = x
         for layer in self._stack[len(done):]:
             x = layer(x)
             if not isinstance(x, SymbolicTensor):
                 raise TypeError(f"Sequential '{self.name}': layer '{layer.name}' returned "
                                 f"{type(x).__name__}; each layer must return one tensor")
             done.append((layer, x.shape, x.dtype))
+            outs.append(x)
         self.__dict__["built"] = True
         self.__dict__["_build_shape"] = (None,) + tuple(input_shape)[1:]
+
+    @property
+    def inputs(self) -> list | None:
+        """``[the symbolic input]`` once the input shape is known, else None."""
+        return [self._sym_input] if self._symbolic else None
+
+    @property
+    def outputs(self) -> list | None:
+        """``[the last layer's symbolic output]`` once built, else None."""
+        return [self._sym_outs[-1]] if self._symbolic else None
+
+    def _structure(self, what: str):
+        if not self._symbolic:
+            raise AttributeError(f"Sequential '{self.name}' has no symbolic {what} yet: give "
+                                 f"it an lk.Input first or build it with an input shape")
+        return self._sym_input if what == "input" else self._sym_outs[-1]
 
     def _symbolic_shapes(self) -> list:
         return [(layer, shape) for layer, shape, _ in self._symbolic]
