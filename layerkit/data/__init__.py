@@ -12,8 +12,10 @@ tuples/dicts of them. Iterators can be saved and restored mid-pass.
 
 pyarrow is imported only when a Parquet/Arrow/CSV source is used.
 """
+from layerkit.data import experimental
 from layerkit.data.dataset import Dataset, Iterator, TextLineDataset
 from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN
+from layerkit.data.options import Options
 from layerkit.data.rng import element_rng, element_seed
 from layerkit.data.structure import TensorSpec
 
@@ -28,6 +30,7 @@ from_arrow = Dataset.from_arrow
 from_csv = Dataset.from_csv
 
 # ``range`` and ``zip`` are left out of ``__all__`` so a star import cannot shadow builtins.
-__all__ = ["Dataset", "Iterator", "TextLineDataset", "TensorSpec", "AUTOTUNE", "INFINITE",
-           "UNKNOWN", "element_rng", "element_seed", "from_tensor_slices", "from_tensors",
-           "from_generator", "list_files", "from_parquet", "from_arrow", "from_csv"]
+__all__ = ["Dataset", "Iterator", "TextLineDataset", "TensorSpec", "Options", "experimental",
+           "AUTOTUNE", "INFINITE", "UNKNOWN", "element_rng", "element_seed",
+           "from_tensor_slices", "from_tensors", "from_generator", "list_files", "from_parquet",
+           "from_arrow", "from_csv"]

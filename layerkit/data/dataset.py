@@ -30,6 +30,7 @@ from layerkit.data.node import (
     as_node,
     fast_sources,
 )
+from layerkit.data.options import Options, OptionsNode, merged_options
 from layerkit.data.prefetch import PrefetchNode
 from layerkit.data.shuffle import ShuffleNode
 from layerkit.data.simple import (
@@ -497,6 +498,19 @@ class Dataset:
     def shard(self, num_shards: int, index: int) -> Dataset:
         """Every ``num_shards``-th element starting at ``index`` (one worker's share)."""
         return Dataset(ShardNode(self._node, num_shards, index))
+
+    def with_options(self, options: Options) -> Dataset:
+        """This dataset with ``options`` (:class:`lk.data.Options`) attached; they apply
+        to the whole pipeline, and ones set here override those set inside it.
+
+        Raises:
+            TypeError: ``options`` is not an ``lk.data.Options``.
+        """
+        return Dataset(OptionsNode(self._node, options))
+
+    def options(self) -> Options:
+        """The merged :class:`lk.data.Options` of this pipeline (defaults if none)."""
+        return merged_options(self._node)
 
     def apply(self, transformation_func: Callable[[Dataset], Any]) -> Dataset:
         """``transformation_func(self)``, which must return a Dataset."""
