@@ -5,8 +5,10 @@ the machine's own limit.
    (sum; fused buckets, large arrays alone) and the gradient path ``fit`` uses, against a
    raw mpi4py ``Allreduce`` of one buffer of the same bytes. Layouts: one 16 MB array; the
    CNN's gradients (1.7 MB in 8 arrays); 16 MB as 64 arrays of 256 KB; 4 MB as 1,000
-   arrays of 4 KB. Medians of interleaved rounds, each after a barrier. Also fits the
-   latency/bandwidth constants of the scaling model (docs/distributed.md).
+   arrays of 4 KB. Medians of interleaved rounds, each after a barrier. Also a raw size
+   sweep (latency and bandwidth of MPI on this machine).
+3. The scaling model of docs/distributed.md evaluated with this run's constants: checked
+   against the 2-rank measurement, and predicted for 8-64 nodes on 10 and 25 Gb/s.
 2. Training the CNN of bench_training.py (batch 64 per process, SGD momentum, ``fit``):
    two independent 1-thread trainings running at once (the machine's own limit for two
    processes) against 2 ranks x 1 thread with ``MultiWorkerMirroredStrategy`` (global batch
@@ -142,7 +144,7 @@ def worker_allreduce() -> None:
                 fn()
                 samples[k].append(time.perf_counter() - t0)
         out[name] = {"bytes": total * 4, **{k: statistics.median(v) for k, v in samples.items()}}
-    # latency/bandwidth of raw MPI: t = alpha + bytes / beta, fitted on a size sweep
+    # latency and bandwidth of raw MPI over a size sweep
     sweep = []
     for nbytes in (4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20):
         buf = np.ones(nbytes // 4, np.float32)
@@ -195,17 +197,13 @@ def main() -> None:
     print("\nAll-reduce (sum), 2 ranks on this machine; medians in ms; bandwidth = bytes / time")
     print(table(rows, ["layout", "raw mpi4py", "lk allreduce", "lk gradients", "raw GB/s",
                        "allreduce bw vs raw", "gradients bw vs raw"]))
-    sizes = [s for s, _ in ar["sweep"]]
-    ts = [t for _, t in ar["sweep"]]
-    n = len(sizes)
-    mx, my = sum(sizes) / n, sum(ts) / n
-    beta_inv = sum((s - mx) * (t - my) for s, t in ar["sweep"]) / sum((s - mx) ** 2
-                                                                     for s in sizes)
-    alpha = my - beta_inv * mx
+    sweep = dict(ar["sweep"])
     print("raw sweep (bytes: ms): " + ", ".join(f"{s >> 10} KB: {t * 1e3:.3f}"
                                                  for s, t in ar["sweep"]))
-    print(f"fit t = alpha + bytes/beta: alpha = {alpha * 1e6:.1f} us, beta = "
-          f"{1 / beta_inv / 1e9:.2f} GB/s (2 ranks: the ring moves 2(N-1)/N = 1 x the bytes)")
+    print(f"raw MPI constants on this machine: latency ~{sweep[4 << 10] * 1e6:.1f} us (4 KB), "
+          f"bandwidth {(4 << 20) / sweep[4 << 20] / 1e9:.2f} GB/s at 4 MB, "
+          f"{(16 << 20) / sweep[16 << 20] / 1e9:.2f} GB/s at 16 MB (2 ranks: the ring moves "
+          f"2(N-1)/N = 1 x the bytes)")
 
     # 2. training: 2 independent 1-thread processes vs 2 ranks x 1 thread, alternating
     pair, dist, alone = [], [], []
@@ -228,22 +226,24 @@ def main() -> None:
     ratio = d_m / p_m
     print(f"2 ranks vs two independent trainings: {ratio:.3f}x (target >= 0.93): "
           f"{'OK' if ratio >= 0.93 else 'BELOW'}")
-    print(f"gradient all-reduce: {d['reduce_s_per_step'] * 1e3:.2f} ms of a {step * 1e3:.1f} ms "
-          f"step ({d['reduce_s_per_step'] / step:.1%}); BLAS threads per rank: "
-          f"{d['blas_threads']}")
+    print(f"gradient all-reduce (waiting for the other rank included): "
+          f"{d['reduce_s_per_step'] * 1e3:.2f} ms of a {step * 1e3:.1f} ms step "
+          f"({d['reduce_s_per_step'] / step:.1%}); BLAS threads per rank: {d['blas_threads']}")
     print(f"rounds (pair / dist / alone): {[round(v) for v in pair]} / "
           f"{[round(v) for v in dist]} / {[round(v) for v in alone]}")
 
     # 3. the scaling model of docs/distributed.md, with this run's constants
-    grad_bytes = ar["layouts"]["CNN gradients (1.7 MB, 8 arrays)"]["bytes"]
+    cnn = ar["layouts"]["CNN gradients (1.7 MB, 8 arrays)"]
+    grad_bytes = cnn["bytes"]
+    own = max(0.0, cnn["gradients"] - cnn["raw"])     # layerkit's cost beyond raw MPI
     t_pair = 2 * BATCH / p_m          # one step of each of the two independent trainings
-    t_ar2 = alpha + grad_bytes * beta_inv
-    extra = max(0.0, d["reduce_s_per_step"] - t_ar2)   # packing, control, Python
-    predicted = t_pair / (t_pair + d["reduce_s_per_step"])
-    print(f"\nscaling model, checked on 2 ranks: step {t_pair * 1e3:.1f} ms compute + "
-          f"{t_ar2 * 1e3:.2f} ms all-reduce of {grad_bytes / 1e6:.2f} MB (alpha + bytes/beta) "
-          f"+ {extra * 1e3:.2f} ms layerkit's own -> predicted {predicted:.3f}x of two "
-          f"independent trainings, measured {ratio:.3f}x")
+    predicted = t_pair / (t_pair + cnn["gradients"])
+    print(f"\nscaling model, checked on 2 ranks: a {t_pair * 1e3:.1f} ms step (two trainings "
+          f"at once) + {cnn['gradients'] * 1e3:.2f} ms all-reduce of {grad_bytes / 1e6:.2f} MB "
+          f"(raw MPI {cnn['raw'] * 1e3:.2f} ms + layerkit's own {own * 1e3:.2f} ms) -> "
+          f"predicted {predicted:.3f}x of two independent trainings, measured {ratio:.3f}x; "
+          f"in training the all-reduce took {d['reduce_s_per_step'] * 1e3:.2f} ms per step, "
+          f"the rest is waiting for the slower rank")
     t_alone = BATCH / a_m
     rows = []
     for gbit in (10, 25):
@@ -251,9 +251,10 @@ def main() -> None:
         for n in (8, 16, 32, 64):
             t_net = 2 * (n - 1) * NET_LATENCY + 2 * (n - 1) / n * grad_bytes / bw
             rows.append([f"{gbit} Gb/s", n, f"{t_net * 1e3:.2f}",
-                         f"{t_alone / (t_alone + t_net + extra):.3f}"])
+                         f"{t_alone / (t_alone + t_net + own):.3f}"])
     print(f"predicted efficiency, one 1-thread rank per node ({t_alone * 1e3:.1f} ms step, "
-          f"latency {NET_LATENCY * 1e6:.0f} us per message, ring all-reduce, no overlap):")
+          f"latency {NET_LATENCY * 1e6:.0f} us per message, ring all-reduce, no overlap, "
+          f"equal nodes):")
     print(table(rows, ["network", "nodes", "all-reduce ms", "efficiency"]))
     print(f"load average at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
           f"{os.getloadavg()[2]:.2f}")

@@ -2,14 +2,15 @@
 
 A *plan* is made once per list layout (shapes and dtypes, in order):
 
-- arrays of at least ``LARGE_BYTES`` are reduced on their own, without copying them:
+- arrays of at least ``LARGE_BYTES`` (1 MiB) are reduced on their own, without copying them:
   a reduce-scatter reads the gradient and writes this rank's part of the sum into the
   plan's buffer, and an in-place all-gather completes it (the gradient itself is never
   written: it may be a buffer or a constant of a traced step). An ``Allreduce(send,
   recv)`` would first copy the whole gradient (mpich), which cost 30-40% here;
-- smaller ones are packed, per dtype, into buckets of up to ``bytes_per_pack`` bytes and
-  each bucket is reduced in place with one call (the per-call latency, not the bytes,
-  dominates small arrays); the results are views into the bucket.
+- smaller ones are packed, per dtype, into buckets of up to ``bytes_per_pack`` bytes
+  (one ``np.concatenate`` per bucket) and each bucket is reduced in place with one call
+  (the per-call latency, not the bytes, dominates small arrays); the results are views
+  into the bucket, made once per buffer set.
 
 Every call of a step is started non-blocking as soon as its buffer is ready (a bucket
 once it is packed), so packing the next bucket overlaps the transfer of the previous one,
@@ -27,7 +28,7 @@ import zlib
 
 import numpy as np
 
-LARGE_BYTES = 1 << 18         # 256 KiB: reduced on its own above this
+LARGE_BYTES = 1 << 20         # 1 MiB: reduced on its own from this size
 DEFAULT_PACK_BYTES = 1 << 22  # 4 MiB buckets
 
 # control vector: [weight, has data, layout hash]
@@ -37,6 +38,25 @@ _W, _HAS, _HASH = 0, 1, 2
 def layout_hash(layout: tuple) -> float:
     """A float64-exact hash (< 2**31) of ``((shape, dtype str), ...)``."""
     return float(zlib.crc32(repr(layout).encode()) & 0x7FFFFFFF)
+
+
+class Buffers:
+    """One set of buffers for a plan, with the result views into them."""
+
+    __slots__ = ("solo", "buckets", "control", "results", "flat")
+
+    def __init__(self, plan: Plan) -> None:
+        layout = plan.layout
+        self.solo = {i: np.empty(layout[i][0], layout[i][1]) for i in plan.solo}
+        self.flat = {i: a.reshape(-1) for i, a in self.solo.items()}
+        self.buckets = [np.empty(total, dt) for dt, _, total in plan.buckets]
+        self.control = np.zeros(3, np.float64)
+        self.results = [None] * len(layout)
+        for i, a in self.solo.items():
+            self.results[i] = a
+        for (_, members, _), buf in zip(plan.buckets, self.buckets):
+            for i, off, size in members:
+                self.results[i] = buf[off:off + size].reshape(layout[i][0])
 
 
 class Plan:
@@ -63,6 +83,7 @@ class Plan:
             b[1].append((i, b[2], size))
             b[2] += size
         self.buckets = [tuple(b) for b in self.buckets]
+        self.members = [[i for i, _, _ in members] for _, members, _ in self.buckets]
         self._buffers = None
         self._split = None
         self._scratch = None
@@ -89,16 +110,13 @@ class Plan:
             buf = self._scratch[i] = np.empty(int(np.prod(shape, dtype=np.int64)), dtype)
         return buf
 
-    def buffers(self, fresh: bool) -> tuple:
-        """(solo buffers by index, bucket buffers, control): reused unless ``fresh``."""
-        if not fresh and self._buffers is not None:
-            return self._buffers
-        solo = {i: np.empty(self.layout[i][0], self.layout[i][1]) for i in self.solo}
-        buckets = [np.empty(total, dt) for dt, _, total in self.buckets]
-        bufs = (solo, buckets, np.zeros(3, np.float64))
-        if not fresh:
-            self._buffers = bufs
-        return bufs
+    def buffers(self, fresh: bool) -> Buffers:
+        """The plan's buffers (reused across calls), or a new set if ``fresh``."""
+        if fresh:
+            return Buffers(self)
+        if self._buffers is None:
+            self._buffers = Buffers(self)
+        return self._buffers
 
 
 class Reducer:
@@ -110,7 +128,9 @@ class Reducer:
         self._plans: dict = {}
 
     def plan(self, arrays: list) -> Plan:
-        layout = tuple((a.shape, a.dtype.str) for a in arrays)
+        return self.plan_for(tuple((a.shape, a.dtype.str) for a in arrays))
+
+    def plan_for(self, layout: tuple) -> Plan:
         p = self._plans.get(layout)
         if p is None:
             if len(self._plans) > 64:
@@ -118,7 +138,7 @@ class Reducer:
             p = self._plans[layout] = Plan(layout, self.pack_bytes)
         return p
 
-    def reduce(self, arrays: list, weight: float = 1.0, has_data: bool = True,
+    def reduce(self, arrays: list | None, weight: float = 1.0, has_data: bool = True,
                fresh: bool = False, what: str = "allreduce", plan: Plan | None = None):
         """Sum ``weight * arrays[i]`` over the ranks.
 
@@ -133,65 +153,59 @@ class Reducer:
         world = self.world
         MPI = world.MPI
         comm = world.comm
+        SUM = MPI.SUM
         if plan is None:
             plan = self.plan(arrays)
-        solo, buckets, control = plan.buffers(fresh)
+        bufs = plan.buffers(fresh)
+        control = bufs.control
         idle = arrays is None
         zero = idle or weight == 0    # no contribution (NaN * 0 would still be NaN)
         scale = None if weight == 1.0 or zero else float(weight)
-        requests = []
         control[_W] = 0.0 if idle else weight
         control[_HAS] = 1.0 if (has_data and not idle) else 0.0
         control[_HASH] = plan.hash
-        requests.append(comm.Iallreduce(MPI.IN_PLACE, control, op=MPI.SUM))
+        requests = [comm.Iallreduce(MPI.IN_PLACE, control, op=SUM)]
         # large arrays: reduce-scatter straight from the gradient, then all-gather in place
         # (no copy of the gradient, which must not be written to)
-        counts, displs = plan.split(world.size)
         gathers = []
-        for i in plan.solo:
-            out = solo[i].reshape(-1)
-            if zero or scale is not None:
-                send = plan.scratch(i)
-                if zero:
-                    send.fill(0)
+        if plan.solo:
+            counts, displs = plan.split(world.size)
+            rank = world.rank
+            for i in plan.solo:
+                out = bufs.flat[i]
+                if zero or scale is not None:
+                    send = plan.scratch(i)
+                    if zero:
+                        send.fill(0)
+                    else:
+                        np.multiply(arrays[i].reshape(-1), scale, out=send)
                 else:
-                    np.multiply(arrays[i].reshape(-1), scale, out=send)
-            else:
-                send = arrays[i].reshape(-1)
-                if not send.flags.c_contiguous:
-                    send = np.ascontiguousarray(send)
-            c, d = counts[i], displs[i]
-            mine = out[d[world.rank]:d[world.rank] + c[world.rank]]
-            requests.append(comm.Ireduce_scatter(send, mine, c, op=MPI.SUM))
-            gathers.append((out, c, d))
-        for (_, members, _), buf in zip(plan.buckets, buckets):
+                    send = arrays[i].reshape(-1)
+                    if not send.flags.c_contiguous:
+                        send = np.ascontiguousarray(send)
+                c, d = counts[i], displs[i]
+                requests.append(comm.Ireduce_scatter(send, out[d[rank]:d[rank] + c[rank]], c,
+                                                     op=SUM))
+                gathers.append([out, (c, d)])
+        for members, buf in zip(plan.members, bufs.buckets):
             if zero:
                 buf.fill(0)
             else:
-                for i, off, size in members:
-                    view = buf[off:off + size].reshape(plan.layout[i][0])
-                    if scale is None:
-                        np.copyto(view, arrays[i], casting="unsafe")
-                    else:
-                        np.multiply(arrays[i], scale, out=view, casting="unsafe")
-            requests.append(comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM))
+                np.concatenate([arrays[i].reshape(-1) for i in members], out=buf,
+                               casting="unsafe")
+                if scale is not None:
+                    np.multiply(buf, scale, out=buf)
+            requests.append(comm.Iallreduce(MPI.IN_PLACE, buf, op=SUM))
         world.wait(requests, what)
         if gathers:
-            world.wait([comm.Iallgatherv(MPI.IN_PLACE, [out, (c, d)])
-                        for out, c, d in gathers], what)
+            world.wait([comm.Iallgatherv(MPI.IN_PLACE, g) for g in gathers], what)
         if control[_HASH] != plan.hash * world.size:
             raise RuntimeError(
                 f"lk.distribute: rank {world.rank} all-reduced {len(plan.layout)} arrays "
                 f"({_describe(plan.layout)}) but other ranks reduced a different list "
                 f"(each rank must update the same variables, in the same order, with "
                 f"gradients of the same shapes)")
-        results = [None] * len(plan.layout)
-        for i in plan.solo:
-            results[i] = solo[i]
-        for (_, members, _), buf in zip(plan.buckets, buckets):
-            for i, off, size in members:
-                results[i] = buf[off:off + size].reshape(plan.layout[i][0])
-        return results, control
+        return bufs.results, control
 
     @staticmethod
     def scale_all(results: list, factor: float) -> None:

@@ -192,11 +192,7 @@ def _step_without_data(strategy, model) -> bool:
         fit.layout = (opt, [(v, opt._records[id(v)]) for v in variables])
     opt, pairs = fit.layout
     layout = tuple((np.shape(v._v), np.asarray(v._v).dtype.str) for v, _ in pairs)
-    plan = strategy._reducer._plans.get(layout)
-    if plan is None:
-        from layerkit.distribute._reduce import Plan
-
-        plan = strategy._reducer._plans[layout] = Plan(layout, strategy._reducer.pack_bytes)
+    plan = strategy._reducer.plan_for(layout)
     results, control = strategy._reducer.reduce(None, 0.0, has_data=False, plan=plan,
                                                 what="the gradient all-reduce (no data here)")
     if control[1] == 0:

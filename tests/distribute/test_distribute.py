@@ -331,7 +331,7 @@ def test_compute_average_loss_errors():
 
 # ---- fused all-reduce plans -------------------------------------------------------------------
 def test_plan_fuses_small_arrays_and_sends_large_ones_alone():
-    big = (LARGE_BYTES // 4 + 1,)
+    big = (LARGE_BYTES // 4,)
     layout = (((3, 4), "<f4"), (big, "<f4"), ((5,), "<f4"), ((2,), "<f8"), ((300,), "<f4"))
     plan = Plan(layout, 64 * 4)
     assert plan.solo == [1]

@@ -33,16 +33,30 @@ def _mpiexec():
         pytest.skip(str(e))
 
 
-def run(n: int, case: str, out, timeout: float = 240, env: dict | None = None):
-    """``(returncode, output, seconds)`` of the worker case on ``n`` ranks."""
+def start(n: int, case: str, out, env: dict | None = None) -> tuple:
+    """Start the worker case on ``n`` ranks: ``(process, start time)``."""
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
     e.update(env or {})
     cmd = [_mpiexec(), "-n", str(n), sys.executable, str(WORKER), case, str(out)]
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e,
-                       cwd=str(ROOT))
-    return p.returncode, p.stdout + p.stderr, time.monotonic() - t0
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=e, cwd=str(ROOT)), time.monotonic()
+
+
+def finish(started: tuple, timeout: float = 240) -> tuple:
+    """``(returncode, output, seconds)`` of a case from :func:`start`."""
+    p, t0 = started
+    try:
+        output, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        output, _ = p.communicate()
+        pytest.fail(f"mpiexec did not end within {timeout} s:\n{output[-3000:]}")
+    return p.returncode, output, time.monotonic() - t0
+
+
+def run(n: int, case: str, out, timeout: float = 240, env: dict | None = None) -> tuple:
+    return finish(start(n, case, out, env), timeout)
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["2-ranks", "3-ranks"])
@@ -128,36 +142,47 @@ def test_callbacks_run_on_rank0_and_their_decisions_reach_every_rank(suite):
 
 
 def test_exact_resume_after_a_killed_run(tmp_path):
-    code, output, _ = run(2, "resume-full", tmp_path)
+    # the uninterrupted run and the killed one at once (independent files)
+    full, kill = start(2, "resume-full", tmp_path), start(2, "resume-kill", tmp_path)
+    code, output, _ = finish(full)
     assert code == 0, output[-3000:]
-    code, output, seconds = run(2, "resume-kill", tmp_path)
+    code, output, seconds = finish(kill)
     assert code != 0 and not (tmp_path / "final-kill.npy").exists()
-    assert "Killed (signal 9)" in output and seconds < 60   # mpiexec ends the job
+    assert "Killed (signal 9)" in output and seconds < 90   # mpiexec ends the job
     code, output, _ = run(2, "resume-resume", tmp_path)
     assert code == 0, output[-3000:]
-    full = np.load(tmp_path / "final-full.npy")
-    resumed = np.load(tmp_path / "final-resume.npy")
-    np.testing.assert_array_equal(resumed, full)
+    np.testing.assert_array_equal(np.load(tmp_path / "final-resume.npy"),
+                                  np.load(tmp_path / "final-full.npy"))
 
 
-def test_a_raising_rank_ends_the_job_fast_with_its_error(tmp_path):
-    code, output, seconds = run(2, "raise", tmp_path, timeout=120)
+@pytest.fixture(scope="module")
+def failures(tmp_path_factory):
+    """The failing jobs, run at once: a raising rank, a hanging rank (2 s timeout), and
+    ranks that build different models."""
+    out = tmp_path_factory.mktemp("failures")
+    jobs = {"raise": start(2, "raise", out),
+            "hang": start(2, "hang", out, env={"LK_TEST_COLLECTIVE_TIMEOUT": "2"}),
+            "mismatch": start(2, "mismatch", out)}
+    return {k: finish(v, timeout=120) for k, v in jobs.items()}
+
+
+def test_a_raising_rank_ends_the_job_fast_with_its_error(failures):
+    code, output, seconds = failures["raise"]
     assert code != 0
     assert "ValueError: boom on rank 1 at step 3" in output
     assert "rank 1 of 2 stopped with an uncaught ValueError" in output
     assert seconds < 60
 
 
-def test_a_hanging_rank_ends_the_job_after_the_timeout(tmp_path):
-    code, output, seconds = run(2, "hang", tmp_path, timeout=120,
-                                env={"LK_TEST_COLLECTIVE_TIMEOUT": "2"})
+def test_a_hanging_rank_ends_the_job_after_the_timeout(failures):
+    code, output, seconds = failures["hang"]
     assert code != 0
     assert "waited 2 s in the gradient all-reduce" in output
     assert seconds < 60
 
 
-def test_mismatched_models_are_detected_at_the_first_broadcast(tmp_path):
-    code, output, seconds = run(2, "mismatch", tmp_path, timeout=120)
+def test_mismatched_models_are_detected_at_the_first_broadcast(failures):
+    code, output, seconds = failures["mismatch"]
     assert code != 0
     assert ("rank 1 created the variable 'kernel' of shape (8, 5) (float32) where rank 0 "
             "created a variable of shape (8, 4) (float32)") in output
