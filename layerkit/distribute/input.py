@@ -397,7 +397,15 @@ STATE_FORMAT = "layerkit.distribute.Iterator/1"
 
 
 class DistributedIterator:
-    """An iterator over this rank's batches that checkpoints every rank's position.
+    """An iterator over this rank's batches that keeps the ranks in step and checkpoints
+    every rank's position.
+
+    Ranks can run out at different steps (uneven file shards, a last partial global
+    batch). As in TensorFlow, each ``next()`` asks every rank whether it still has data
+    (one small all-reduce): the iteration ends on every rank once none has, and until
+    then a rank that ran out gets an *empty* batch (0 rows, the right structure and
+    dtypes), so a custom loop runs the same number of steps everywhere and that rank's
+    part of each step is empty (its loss, scaled by the global batch, is 0).
 
     ``get_state()`` is collective: every rank calls it (through ``Checkpoint.save`` or
     ``CheckpointManager.save`` on every rank) and each receives all ranks' positions, so
@@ -408,16 +416,41 @@ class DistributedIterator:
     def __init__(self, iterator, strategy) -> None:
         self._it = iterator
         self._strategy = strategy
+        self._flag = np.zeros(1, np.float64)
+        self._empty = None
 
     def __iter__(self) -> DistributedIterator:
         return self
 
     def __next__(self):
-        return next(self._it)
+        world = self._strategy._world
+        if world is None or world.size == 1 or world.solo:
+            return next(self._it)
+        try:
+            batch = next(self._it)
+        except StopIteration:
+            batch = None
+        flag = self._flag
+        flag[0] = 0.0 if batch is None else 1.0
+        world.allreduce(flag, "a distributed iterator: do the ranks still have data?")
+        if flag[0] == 0:
+            raise StopIteration
+        return self._empty_batch() if batch is None else batch
 
     def get_next(self):
         """The next batch (``StopIteration`` at the end)."""
-        return next(self._it)
+        return next(self)
+
+    def _empty_batch(self):
+        if self._empty is None:
+            from layerkit._core.op import wrap
+            from layerkit.data import structure as _st
+
+            def empty(spec):
+                shape = tuple(0 if d is None else d for d in (spec.shape or (None,)))
+                return wrap(np.zeros((0,) + shape[1:], spec.dtype))
+            self._empty = _st.map_structure(empty, self._it.element_spec)
+        return self._empty
 
     @property
     def element_spec(self):

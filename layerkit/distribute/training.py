@@ -109,7 +109,8 @@ class FitState:
         self.nominal = nominal      # a full share of the global batch (rows)
         self.weight = 1.0
         self.layout = None          # (optimizer, [(variable, record), ...])
-        self.batch_sync = None      # after each step: take rank 0's callback decisions
+        # around each step: take rank 0's callback decisions (when rank 0 has such hooks)
+        self.begin_sync = self.end_sync = None
 
 
 def _rows(batch) -> int:
@@ -193,6 +194,8 @@ def _step_without_data(strategy, model) -> bool:
     opt, pairs = fit.layout
     layout = tuple((np.shape(v._v), np.asarray(v._v).dtype.str) for v, _ in pairs)
     plan = strategy._reducer.plan_for(layout)
+    if fit.begin_sync is not None:   # the ranks with data run on_train_batch_begin now
+        fit.begin_sync()
     results, control = strategy._reducer.reduce(None, 0.0, has_data=False, plan=plan,
                                                 what="the gradient all-reduce (no data here)")
     if control[1] == 0:
@@ -202,8 +205,8 @@ def _step_without_data(strategy, model) -> bool:
     opt._update_work([(v, r, rec) for (v, rec), r in zip(pairs, results)])
     for v, fn in model._trainable_and_constraints()[1]:
         v.assign(fn(v))
-    if fit.batch_sync is not None:   # the ranks with data run their batch callbacks now
-        fit.batch_sync()
+    if fit.end_sync is not None:   # ... and on_train_batch_end
+        fit.end_sync()
         return not model.stop_training
     return True
 
@@ -225,9 +228,11 @@ def _distribute_feeder(strategy, feeder, what: str):
     data = feeder.data
     if isinstance(data, Dataset):
         data = strategy.experimental_distribute_dataset(data)
-        feeder.data = data
-    if isinstance(data, DistributedDataset) and data.global_batch_size:
-        return feeder, data.global_batch_size / w.size
+    if isinstance(data, DistributedDataset):
+        # this rank's plain pipeline: fit keeps the ranks in step itself (_Feeder)
+        feeder.data = data._dataset
+        if data.global_batch_size:
+            return feeder, data.global_batch_size / w.size
     return feeder, 1.0   # unknown global batch: weights are the rows themselves
 
 
@@ -296,7 +301,6 @@ def reduce_logs(strategy, model, logs: dict, epoch_end: bool = False) -> dict:
 
 
 # ---- callbacks ---------------------------------------------------------------------------------
-_BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end")
 
 
 def _overrides(cb, hook: str) -> bool:
@@ -310,11 +314,13 @@ class _Alone(_callbacks.Callback):
 
     needs_batch_logs = False
 
-    def __init__(self, world, batch_hooks: bool) -> None:
+    def __init__(self, world, begin: bool, end: bool) -> None:
         super().__init__()
         self.world = world
-        if batch_hooks:
-            self.on_train_batch_begin = self.on_train_batch_end = self._enter
+        if begin:
+            self.on_train_batch_begin = self._enter
+        if end:
+            self.on_train_batch_end = self._enter
 
     def _enter(self, *args) -> None:
         self.world.solo = True
@@ -328,13 +334,14 @@ class _Sync(_callbacks.Callback):
 
     needs_batch_logs = False
 
-    def __init__(self, strategy, model, batch_hooks: bool) -> None:
+    def __init__(self, strategy, model, begin: bool, end: bool) -> None:
         super().__init__()
         self.strategy = strategy
         self.world = strategy._world
         self.model_ = model
-        if batch_hooks:
-            self.on_train_batch_begin = self._leave
+        if begin:
+            self.on_train_batch_begin = self._share
+        if end:
             self.on_train_batch_end = self._share
 
     def _leave(self, *args) -> None:
@@ -373,13 +380,18 @@ def callbacks(strategy, model, cbs: list, verbose: int, mode: str) -> tuple:
     if mode == "predict":
         return (cbs, verbose) if w.rank == 0 else ([], 0)
     mine = cbs if w.rank == 0 else []
-    batch_hooks = False
+    begin = end = False
     if mode == "train":
-        flag = np.array([float(any(_overrides(cb, h) for cb in mine for h in _BATCH_HOOKS))])
-        w.bcast(flag, "fit: agreeing on callback synchronisation")
-        batch_hooks = bool(flag[0])
-    first = [_Alone(w, batch_hooks)] if w.rank == 0 else []
-    sync = _Sync(strategy, model, batch_hooks)
-    if mode == "train" and strategy._fit is not None and batch_hooks:
-        strategy._fit.batch_sync = sync._share
+        # which per-batch hooks rank 0's callbacks have: around those, every rank takes
+        # rank 0's decisions (one broadcast per step each)
+        flags = np.array([float(any(_overrides(cb, h) for cb in mine))
+                          for h in ("on_train_batch_begin", "on_train_batch_end")])
+        w.bcast(flags, "fit: agreeing on callback synchronisation")
+        begin, end = bool(flags[0]), bool(flags[1])
+    first = [_Alone(w, begin, end)] if w.rank == 0 else []
+    sync = _Sync(strategy, model, begin, end)
+    fit = strategy._fit
+    if mode == "train" and fit is not None:
+        fit.begin_sync = sync._share if begin else None
+        fit.end_sync = sync._share if end else None
     return first + mine + [sync], (verbose if w.rank == 0 else 0)

@@ -192,8 +192,11 @@ def case_shard():
     steps = int(model.optimizer.iterations.numpy())
     RESULTS["shard"].update(same_weights=same_on_all_ranks(flat_weights(model)),
                             iterations=gather_ints([steps]),
-                            my_batches=gather_ints([len(list(strategy
-                                                             .experimental_distribute_dataset(fds)))]))
+                            my_batches=gather_ints([strategy.experimental_distribute_dataset(
+                                fds)._dataset.cardinality()]),
+                            # a distributed iterator runs every rank for the longest shard
+                            steps=gather_ints([len(list(strategy
+                                                        .experimental_distribute_dataset(fds)))]))
 
 
 # ---- rank-0-only files, every rank restores --------------------------------------------------
@@ -225,8 +228,8 @@ def case_checkpoint():
 
 # ---- custom loop: strategy.run + all-reducing apply_gradients --------------------------------
 def case_custom_loop():
-    x, y = data(96)
-    gb = 12
+    x, y = data(100)   # the last global batch (4 examples) is rank 0's: the others get
+    gb = 12            # empty batches for that step
 
     def run(dist):
         lk.random.set_seed(3)
@@ -288,6 +291,13 @@ class Recorder(lk.callbacks.Callback):
             self.model.stop_training = True   # decided on rank 0 only
 
 
+class Warmup(lk.callbacks.Callback):
+    """Sets the learning rate before every batch (on rank 0 only)."""
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.model.optimizer.learning_rate = 0.01 * (batch + 1)
+
+
 def case_callbacks():
     x, y = data()
     with strategy.scope():
@@ -296,12 +306,21 @@ def case_callbacks():
     rec = Recorder()
     sched = lk.callbacks.LearningRateScheduler(lambda epoch, lr: 0.1 / (epoch + 1))
     h = model.fit(x, y, batch_size=10, epochs=6, verbose=0, callbacks=[rec, sched])
+    # 103 examples in batches of 10 over N ranks: the last batch leaves some ranks
+    # without data, which must still take rank 0's per-batch learning rates
+    lk.random.set_seed(0)
+    with strategy.scope():
+        warm = mlp()
+        warm.compile(optimizer=lk.optimizers.SGD(0.1), loss=SCCE)
+    warm.fit(x, y, batch_size=10 if N == 2 else 12, epochs=1, verbose=0, callbacks=[Warmup()])
     RESULTS["callbacks"] = {"calls": gather_ints([len(rec.calls)]),
                             "epochs": gather_ints([len(h.history["loss"])]),
                             "lr": strategy.gather(lk.constant(
                                 [float(model.optimizer.learning_rate.numpy())]), 0).numpy()
                             .tolist(),
-                            "iterations": gather_ints([int(model.optimizer.iterations.numpy())])}
+                            "iterations": gather_ints([int(model.optimizer.iterations.numpy())]),
+                            "warmup_same_weights": same_on_all_ranks(flat_weights(warm)),
+                            "warmup_lr": float(warm.optimizer.learning_rate.numpy())}
 
 
 # ---- exact resume after a killed run -----------------------------------------------------------

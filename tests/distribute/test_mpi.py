@@ -108,6 +108,7 @@ def test_fit_over_uneven_shards_keeps_ranks_in_step(suite):
     n, r = suite
     s = r["shard"]
     assert len(set(s["my_batches"])) > 1              # the ranks' shards are uneven
+    assert s["steps"] == [max(s["my_batches"])] * n   # iterators pad with empty batches
     assert s["same_weights"]
     # epoch 1: as many steps as the longest shard; epoch 2 stopped by rank 0 after 4 steps
     assert s["iterations"] == [max(s["my_batches"]) + 4] * n
@@ -139,6 +140,10 @@ def test_callbacks_run_on_rank0_and_their_decisions_reach_every_rank(suite):
     assert c["epochs"] == [3] * n                      # stop_training from rank 0, everywhere
     assert c["iterations"] == [23] * n                 # 11 + 11 + 1 steps
     np.testing.assert_allclose(c["lr"], [0.1 / 3] * n, rtol=1e-6)
+    # a learning rate set by rank 0 before every batch reaches every rank, also the ranks
+    # without data in the last step (103 examples: 11 batches of 10 or 9 of 12)
+    assert c["warmup_same_weights"]
+    assert c["warmup_lr"] == pytest.approx(0.11 if n == 2 else 0.09)
 
 
 def test_exact_resume_after_a_killed_run(tmp_path):
