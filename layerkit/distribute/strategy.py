@@ -296,7 +296,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         if cluster_resolver is not None:
             raise ValueError("MultiWorkerMirroredStrategy: cluster_resolver must be None; the "
                              "MPI launcher (mpiexec) defines the cluster")
-        opts = communication_options or CommunicationOptions()
+        opts = CommunicationOptions() if communication_options is None \
+            else communication_options
         if not isinstance(opts, CommunicationOptions):
             raise TypeError(f"communication_options must be lk.distribute.experimental."
                             f"CommunicationOptions, received {type(opts).__name__}")

@@ -374,9 +374,11 @@ def test_import_layerkit_does_not_import_mpi4py():
 
 
 def test_missing_mpi4py_names_the_mpi_extra(monkeypatch):
+    assert _mpi.current() is None   # this process never started MPI
     monkeypatch.setitem(sys.modules, "mpi4py", None)
     with pytest.raises(ImportError, match=r"pip install 'layerkit\[mpi\]'"):
-        _mpi.import_mpi()
+        lk.distribute.MultiWorkerMirroredStrategy()
+    assert _mpi.current() is None and distribution.world is None
 
 
 def test_launch_builds_the_mpiexec_command(tmp_path):
@@ -405,3 +407,16 @@ def test_thread_limit_respects_the_environment(monkeypatch):
     monkeypatch.delenv("OPENBLAS_NUM_THREADS")
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert _mpi.limit_threads(1) is None   # one rank on this machine: nothing to share
+
+
+def test_strategy_arguments_are_checked_before_mpi_starts():
+    with pytest.raises(ValueError, match="cluster_resolver must be None"):
+        lk.distribute.MultiWorkerMirroredStrategy(cluster_resolver=object())
+    with pytest.raises(TypeError, match="CommunicationOptions"):
+        lk.distribute.MultiWorkerMirroredStrategy(communication_options={"timeout": 3})
+    CommunicationOptions = lk.distribute.experimental.CommunicationOptions
+    with pytest.raises(ValueError, match="timeout_seconds must be a positive number"):
+        CommunicationOptions(timeout_seconds=0)
+    with pytest.raises(ValueError, match="bytes_per_pack must be an int >= 0"):
+        CommunicationOptions(bytes_per_pack=-1)
+    assert _mpi.current() is None
