@@ -15,9 +15,6 @@ created. Every collective layerkit runs goes through :class:`World`, which
   would wait in ``MPI_Finalize`` for ranks that wait for it (mpich's default: a hang).
   A rank that dies from a signal is handled by ``mpiexec`` itself (it ends the job).
 
-Memory: MPI's initialisation resets glibc's malloc thresholds, so layerkit's allocator
-tuning (:mod:`layerkit._core.memory`) is applied again right after it.
-
 Threads: ranks sharing a machine split its cores. Unless ``OPENBLAS_NUM_THREADS`` or
 ``OMP_NUM_THREADS`` is set, each rank limits NumPy's OpenBLAS to ``cores // ranks on this
 machine`` threads (at least 1) through OpenBLAS's own ``set_num_threads`` entry point, and
@@ -35,7 +32,7 @@ import traceback
 
 import numpy as np
 
-from layerkit._core import distribution, memory
+from layerkit._core import distribution
 
 DEFAULT_TIMEOUT = 300.0
 TIMEOUT_ENV = "LAYERKIT_DISTRIBUTE_TIMEOUT"
@@ -112,10 +109,6 @@ class World:
             threading.Thread(target=self._watch, name="layerkit-distribute-watchdog",
                              daemon=True).start()
         self.blas_threads = limit_threads(self.local_size)
-        # MPI (mpich) resets glibc's malloc thresholds while it sets up: large arrays would
-        # be mmap-ed and page-faulted in again on every allocation (2,500 faults per 16 MB
-        # array measured); put back layerkit's settings (layerkit._core.memory).
-        memory.tune_on_import()
 
     # ---- failure handling ---------------------------------------------------------------------
     def _install_excepthook(self) -> None:
