@@ -36,8 +36,9 @@ _W, _HAS, _HASH = 0, 1, 2
 
 
 def layout_hash(layout: tuple) -> float:
-    """A float64-exact hash (< 2**31) of ``((shape, dtype str), ...)``."""
-    return float(zlib.crc32(repr(layout).encode()) & 0x7FFFFFFF)
+    """A float64-exact hash (< 2**31) of ``((shape, dtype), ...)``."""
+    text = repr([(tuple(shape), np.dtype(dt).str) for shape, dt in layout])
+    return float(zlib.crc32(text.encode()) & 0x7FFFFFFF)
 
 
 class Buffers:
@@ -128,7 +129,7 @@ class Reducer:
         self._plans: dict = {}
 
     def plan(self, arrays: list) -> Plan:
-        return self.plan_for(tuple((a.shape, a.dtype.str) for a in arrays))
+        return self.plan_for(tuple((a.shape, a.dtype) for a in arrays))
 
     def plan_for(self, layout: tuple) -> Plan:
         p = self._plans.get(layout)
@@ -191,7 +192,7 @@ class Reducer:
             if zero:
                 buf.fill(0)
             else:
-                np.concatenate([arrays[i].reshape(-1) for i in members], out=buf,
+                np.concatenate([arrays[i] for i in members], axis=None, out=buf,
                                casting="unsafe")
                 if scale is not None:
                     np.multiply(buf, scale, out=buf)

@@ -192,7 +192,7 @@ def _step_without_data(strategy, model) -> bool:
             opt.build(variables)
         fit.layout = (opt, [(v, opt._records[id(v)]) for v in variables])
     opt, pairs = fit.layout
-    layout = tuple((np.shape(v._v), np.asarray(v._v).dtype.str) for v, _ in pairs)
+    layout = tuple((np.shape(v._v), np.asarray(v._v).dtype) for v, _ in pairs)
     plan = strategy._reducer.plan_for(layout)
     if fit.begin_sync is not None:   # the ranks with data run on_train_batch_begin now
         fit.begin_sync()

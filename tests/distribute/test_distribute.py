@@ -332,7 +332,8 @@ def test_compute_average_loss_errors():
 # ---- fused all-reduce plans -------------------------------------------------------------------
 def test_plan_fuses_small_arrays_and_sends_large_ones_alone():
     big = (LARGE_BYTES // 4,)
-    layout = (((3, 4), "<f4"), (big, "<f4"), ((5,), "<f4"), ((2,), "<f8"), ((300,), "<f4"))
+    f4, f8 = np.dtype(np.float32), np.dtype(np.float64)
+    layout = (((3, 4), f4), (big, f4), ((5,), f4), ((2,), f8), ((300,), f4))
     plan = Plan(layout, 64 * 4)
     assert plan.solo == [1]
     # float32 buckets of at most 64 elements: [12 + 5], [300 alone in its own bucket]
