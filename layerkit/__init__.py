@@ -19,6 +19,7 @@ from layerkit.models import Input, Model, Sequential  # noqa: E402
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
+from layerkit import onnx  # noqa: E402
 from layerkit import distribute  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402

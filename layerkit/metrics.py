@@ -29,7 +29,7 @@ from layerkit._core.convert import to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.serialization import class_for, serialize_object
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import KEEPERS, Variable, keep_reads
 from layerkit.autodiff.nest import flatten, pack_like
 
 __all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
@@ -162,7 +162,8 @@ def _result_forward(call: _MethodCall):
 
 
 # Side effects (no outputs): never folded, merged or removed; re-run on every call.
-_UPDATE = Op("metric_update", _update_forward, num_outputs=0, stateful=True)
+_UPDATE = Op("metric_update", _update_forward, num_outputs=0, stateful=True,
+             updates=lambda attrs: attrs["call"].metric.variables)
 # Reads the state live; stateful so that two reads around an update are never merged.
 _RESULT = Op("metric_result", _result_forward, num_outputs=-1, stateful=True)
 
@@ -240,6 +241,8 @@ class Metric:
     def reset_state(self) -> None:
         """Zero every state variable."""
         for v in self._vars.values():
+            if KEEPERS:
+                keep_reads(v)
             v._v = np.zeros_like(v._v)
 
     def update_state(self, *args, **kwargs) -> None:
@@ -270,6 +273,8 @@ Metric.reset_state = _graph_aware(Metric.reset_state, "reset_state")
 
 
 def _acc(var: Variable, value) -> None:
+    if KEEPERS:  # a tape holding ops that read var keeps the value they read
+        keep_reads(var)
     a = var._v
     if type(a) is np.ndarray and a.flags.writeable:
         np.add(a, value, out=a, casting="unsafe")

@@ -11,6 +11,7 @@ import numpy as np
 from layerkit._core.tensor import Tensor
 
 FLOATX = np.dtype("float32")
+_new = object.__new__
 
 
 def as_dtype(dtype) -> np.dtype | None:
@@ -92,7 +93,8 @@ def _has_numpy_float64(value) -> bool:
 
 
 def convert_to_tensor(value, dtype=None) -> Tensor:
-    """Return ``value`` as a Tensor (Tensors and Variables pass through unchanged).
+    """Return ``value`` as a Tensor (Tensors and Variables pass through unchanged; a NumPy
+    array is copied, so changing it later does not change the Tensor).
 
     Args:
         value: a Tensor, Variable, NumPy array, Python scalar or nested list.
@@ -106,7 +108,12 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
                 f"requested {as_dtype(dtype).name}; use lk.cast to convert"
             )
         return value
-    return Tensor(to_array(value, dtype))
+    a = to_array(value, dtype)
+    if a is value:  # never alias the caller's array: Tensors are immutable (TF copies)
+        a = a.copy()
+    t = _new(Tensor)
+    t._v = a
+    return t
 
 
 def constant(value, dtype=None, shape=None, name=None) -> Tensor:
@@ -136,4 +143,6 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
         else:
             raise ValueError(f"constant: value of shape {a.shape} ({a.size} elements) "
                              f"does not fit shape {shape} ({n} elements)")
-    return Tensor(a)
+    t = _new(Tensor)
+    t._v = a
+    return t

@@ -26,11 +26,11 @@ _SCALARS = (float, int, bool)
 class Op:
     """One primitive: forward on arrays, vjp in lk ops, optional numexpr template."""
 
-    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs", "stateful")
+    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs", "stateful", "updates")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None,
                  expr: str | None = None, num_outputs: int = 1,
-                 stateful: bool = False) -> None:
+                 stateful: bool = False, updates: Callable | None = None) -> None:
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -39,6 +39,10 @@ class Op:
         # Stateful records (random draws, in-place updates) are never constant-folded or
         # merged by graph passes and are re-run on every call of a traced function.
         self.stateful = stateful
+        # For records that write into Variables' arrays in place (optimizer and metric
+        # updates): ``updates(attrs)`` lists those Variables, so that a graph copies a
+        # read of one that is still used after the update.
+        self.updates = updates
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
@@ -93,21 +97,40 @@ def apply(op: Op, *args, **attrs):
         vals = _values(args)
     out = op.forward(*vals, **attrs)
     if op.num_outputs == 1:
-        if type(out) is np.ndarray and out.base is not None:
-            out = _unalias(out, args)
+        if type(out) is np.ndarray and (out.base is not None or (n and out is vals[0])):
+            out = _unalias(out, args, vals, op, attrs)
         t = _new(Tensor)
         t._v = out
         return t
-    return tuple(wrap(_unalias(o, args)) for o in out)
+    return _wrap_outputs(out, args, vals, op, attrs)
 
 
-def _unalias(out, args):
-    """Copy a view of a Variable's buffer: optimizers update variables in place, and a
-    Tensor must never change after it was made (``W[0]``, ``reshape(W)`` are views)."""
-    if type(out) is np.ndarray and out.base is not None:
-        for a in args:
-            if isinstance(a, Variable) and np.shares_memory(out, a._v):
+def _wrap_outputs(outs, args, vals, op: Op, attrs: dict) -> tuple:
+    # Not a generator expression in apply(): its free variables would turn apply's
+    # locals into cells, slower to reach on every call (~50 ns).
+    return tuple([wrap(_unalias(o, args, vals, op, attrs)) for o in outs])
+
+
+def _unalias(out, args, vals, op: Op, attrs: dict):
+    """``out``, or a copy if it is (a view of) an array that may change later: a
+    Variable's buffer (optimizers update variables in place) or the caller's own NumPy
+    array. A Tensor never changes after it was made (TensorFlow copies such inputs);
+    views of other Tensors' arrays are safe and stay zero-copy (``x[0]``, reshape)."""
+    if type(out) is np.ndarray:
+        for k, a in enumerate(args):
+            if type(a) is Tensor:
+                continue  # the common case: a Tensor's array never changes
+            src = a._v if isinstance(a, Variable) else a
+            if not isinstance(src, np.ndarray) or not (
+                    out is src or np.may_share_memory(out, src)):
+                continue
+            if out.size <= src.size or op.stateful:
                 return out.copy()
+            # A view larger than its input (broadcast_to): the op again on a private copy
+            # of the input, so that the result stays a cheap view.
+            vals = list(vals)
+            vals[k] = src.copy()
+            return op.forward(*vals, **attrs)
     return out
 
 
@@ -131,6 +154,7 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
     ins = args
     if len(args) == 1 and type(args[0]) is Tensor:  # unary ops on a plain Tensor
         out = op.forward(args[0]._v, **attrs) if attrs else op.forward(args[0]._v)
+        first = vals = None  # a plain Tensor: its views are safe
     else:
         vals = []
         for a in args:
@@ -142,7 +166,9 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
                     for r in recs:
                         r.read_variable(a)
             else:  # Python scalars, lists, arrays: convert, wrap as constant inputs
-                vals = _values(args)
+                # The tapes keep these inputs: never the caller's own array (TF copies).
+                vals = [v.copy() if v is a and isinstance(v, np.ndarray) else v
+                        for a, v in zip(args, _values(args))]
                 ins = tuple(a if isinstance(a, Tensor) else wrap(v) for a, v in zip(args, vals))
                 for a in ins:
                     if isinstance(a, Variable):
@@ -150,14 +176,15 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
                             r.read_variable(a)
                 break
         out = op.forward(*vals, **attrs)
+        first = vals[0] if vals else None
     if op.num_outputs == 1:
-        if type(out) is np.ndarray and out.base is not None:
-            out = _unalias(out, args)
+        if type(out) is np.ndarray and (out.base is not None or out is first):
+            out = _unalias(out, ins, vals, op, attrs)
         result = _new(Tensor)
         result._v = out
         outs = (result,)
     else:
-        result = tuple(wrap(_unalias(o, args)) for o in out)
+        result = _wrap_outputs(out, ins, vals, op, attrs)
         outs = result
     for r in recs:
         r.record(op, ins, outs, attrs)

@@ -27,7 +27,13 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, value) -> None:
-        if isinstance(value, (list, tuple)):
+        if isinstance(value, Tensor):
+            # A Variable changes in place (copy it); a Tensor's array never changes.
+            from layerkit._core.variable import Variable
+            value = np.array(value._v, copy=True) if isinstance(value, Variable) else value._v
+        elif isinstance(value, np.ndarray):
+            value = value.copy()  # the caller may change their array later (TF copies)
+        elif isinstance(value, (list, tuple)):
             # ``lk.Tensor([1.0, 2.0])`` from user code: the conversion rules of
             # lk.constant (a bare list would report shape () and the wrong dtype).
             from layerkit._core.convert import to_array
@@ -36,11 +42,18 @@ class Tensor:
 
     # ---- value access -------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """Return the value as a NumPy array (a copy is not made)."""
-        return np.asarray(self._v)
+        """Return the value as a new NumPy array (a copy, as in TensorFlow: changing it
+        leaves the tensor as it was). ``np.asarray(t)`` gives a read-only view instead."""
+        return np.array(self._v, copy=True)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        a = np.asarray(self._v)
+        # Zero-copy, but read-only: the tensor's array is never written after it was made.
+        a = self._v
+        if type(a) is not np.ndarray:
+            a = np.asarray(a)
+        elif a.flags.writeable:
+            a = a.view()
+            a.flags.writeable = False
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
@@ -49,12 +62,13 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export the value through DLPack; the consumer shares this tensor's buffer.
 
-        A read-only buffer is exported as read-only to consumers of DLPack >= 1.0; older
-        consumers (no ``max_version``), which cannot be told, get a copy unless they
-        pass ``copy=False`` (then ``BufferError``). A Variable exports a snapshot of its
+        Tensors are immutable, so the buffer is exported read-only (as ``np.asarray(t)``
+        gives it): consumers of DLPack >= 1.0 are told so; older consumers (no
+        ``max_version``), which cannot be told, get a copy unless they pass
+        ``copy=False`` (then ``BufferError``). A Variable exports a snapshot of its
         value, as ``Variable.numpy()`` does (optimizer steps update it in place).
         """
-        a = self.numpy()
+        a = self.__array__()
         if copy is False and a is not self._v and not np.may_share_memory(a, self._v):
             raise BufferError("a Variable exports a snapshot of its value through DLPack, "
                               "so copy=False cannot be honoured; export var.value()")

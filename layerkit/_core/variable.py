@@ -11,6 +11,7 @@ from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.tensor import Tensor
 
 _uid = itertools.count()
+_new = object.__new__
 
 
 def _notify(hook: str, *args) -> None:
@@ -22,23 +23,36 @@ def _notify(hook: str, *args) -> None:
             fn(*args)
 
 
-def keep_reads(var: Variable) -> None:
-    """Call just before ``var``'s value changes (assign, an optimizer's in-place update)
-    while a recorder is active: tapes that recorded ops reading ``var`` hand those ops
-    one shared snapshot of the old value (TensorFlow's read semantics). A graph tracer
-    sees the snapshot as a read of ``var`` made before the change."""
-    snap = None
-    recorders = tuple(RECORDERS)
-    for r in recorders:
-        fn = getattr(r, "keep_reads", None)
-        if fn is not None:
-            snap = fn(var, snap)
-    if snap is not None:
-        for r in recorders:
+# Weak references to the tapes holding recorded ops that read some Variable. A tape
+# adds itself at its first Variable read (``weakref.ref(tape, KEEPERS.discard)``, hashed
+# while alive) and leaves when its ops are dropped (answered by a non-persistent tape,
+# reset, garbage-collected). Code that changes a Variable's value checks
+# ``RECORDERS or KEEPERS`` first: outside tapes both are empty, so a change costs nothing
+# more.
+KEEPERS: set = set()
+
+
+def keep_reads(*variables: Variable) -> None:
+    """Call just before ``variables`` change value (assign, an optimizer's in-place
+    update, a restore) while ``RECORDERS or KEEPERS``: every tape holding recorded ops
+    that read one of them, whether its block is still open or not, hands those ops a
+    snapshot of the old value shared by all tapes (TensorFlow's read semantics). A graph
+    tracer sees the snapshot as a read of the variable made before the change."""
+    if not KEEPERS:
+        return
+    changing = {id(v): v for v in variables}
+    snaps: dict = {}  # id(var) -> the snapshot every tape shares
+    for ref in tuple(KEEPERS):
+        tape = ref()
+        if tape is not None:
+            tape.keep_reads(changing, snaps)
+    if snaps and RECORDERS:
+        for r in tuple(RECORDERS):
             if not hasattr(r, "keep_reads"):
                 fn = getattr(r, "record_read_value", None)
                 if fn is not None:
-                    fn(var, snap)
+                    for key, snap in snaps.items():
+                        fn(changing[key], snap)
 
 
 def _numeric(a: np.ndarray, name: str, what: str) -> np.ndarray:
@@ -77,7 +91,7 @@ class Variable(Tensor):
         if callable(initial_value):
             initial_value = initial_value()
         a = _numeric(to_array(initial_value, as_dtype(dtype)), name or "Variable", "hold")
-        super().__init__(np.array(a, copy=True))
+        self._v = np.array(a, copy=True)
         self._name = name or "Variable"
         self._trainable = bool(trainable)
         self._uid = next(_uid)
@@ -106,7 +120,8 @@ class Variable(Tensor):
 
     def value(self) -> Tensor:
         """A Tensor snapshot of the current value."""
-        t = Tensor(self._v.copy())
+        t = _new(Tensor)
+        t._v = self._v.copy()
         if RECORDERS:  # a tracer (lk.function) turns the snapshot into a live read
             _notify("record_read_value", self, t)
         return t
@@ -133,7 +148,7 @@ class Variable(Tensor):
         """Set the value in place; the shape must match. Returns the variable."""
         a = self._checked(value, "assign")
         # Replace rather than write in place: a tape may hold the old array.
-        if RECORDERS:  # before the update, so a tracer can also undo it
+        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
             _notify("record_assign", self, "assign", value)
         self._v = a.astype(self._v.dtype, copy=True)
@@ -141,7 +156,7 @@ class Variable(Tensor):
 
     def assign_add(self, delta) -> Variable:
         a = self._checked(delta, "assign_add")
-        if RECORDERS:  # before the update, so a tracer can also undo it
+        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
             _notify("record_assign", self, "assign_add", delta)
         self._v = (self._v + a).astype(self._v.dtype, copy=False)
@@ -149,7 +164,7 @@ class Variable(Tensor):
 
     def assign_sub(self, delta) -> Variable:
         a = self._checked(delta, "assign_sub")
-        if RECORDERS:  # before the update, so a tracer can also undo it
+        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
             _notify("record_assign", self, "assign_sub", delta)
         self._v = (self._v - a).astype(self._v.dtype, copy=False)

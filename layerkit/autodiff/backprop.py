@@ -77,8 +77,11 @@ def backward(nodes: list, targets: list, seeds: list, sources: list,
             gs = [get(id(o)) for o in outs]
             if all(g is None for g in gs):
                 continue
-            # Outputs nobody used get zeros as a zero-stride view: no memory traffic.
-            g = tuple(_zeros_view(o) if g is None else g for o, g in zip(outs, gs))
+            if getattr(op.vjp, "takes_none", False):  # it tells unused outputs apart
+                g = tuple(gs)
+            else:
+                # Outputs nobody used get zeros as a zero-stride view: no memory traffic.
+                g = tuple(_zeros_view(o) if g is None else g for o, g in zip(outs, gs))
             out = outs
         in_grads = op.vjp(g, ins, out, needs, **attrs) if attrs else op.vjp(g, ins, out, needs)
         if type(in_grads) is not tuple:

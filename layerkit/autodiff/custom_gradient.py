@@ -5,6 +5,8 @@ import functools
 import inspect
 from collections.abc import Callable
 
+import numpy as np
+
 from layerkit._core import context
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, wrap
@@ -94,7 +96,8 @@ def custom_gradient(f: Callable) -> Callable:
                 f"({', '.join(v.name for v in variables)}) but its grad_fn does not accept a "
                 f"'variables' keyword argument"
             )
-        outs = tuple(wrap(t._v) for t in ys)
+        # New output Tensors (a Variable's array is copied: it may change in place).
+        outs = tuple(wrap(np.array(t._v) if isinstance(t, Variable) else t._v) for t in ys)
         if context.RECORDERS:
             op = Op(f"custom_gradient:{name}", None,
                     _make_vjp(name, grad_fn, len(ins), variables), num_outputs=len(outs))

@@ -60,7 +60,7 @@ def _each_source(tape, source, flat, one):
         out = [one(s, id(s) in watched) for s in flat]
     finally:
         if not tape._persistent:
-            tape._nodes = []
+            tape._release()
     return out[0] if isinstance(source, Tensor) else pack_like(source, out)
 
 

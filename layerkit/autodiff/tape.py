@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -10,11 +11,12 @@ from layerkit._core.context import RECORDERS
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import KEEPERS, Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.ops.creation import zeros_like
+from layerkit.ops.elementwise import add
 
 _READ_VALUE = Op("read_value", lambda x: x.copy(), lambda g, ins, out, needs: (g,))
 _SCALAR_ONES: dict = {}
@@ -22,6 +24,7 @@ _NEEDS_ONE = (True,)
 _NEEDS_NONE2 = (False, False)
 _new = object.__new__
 _get_ident = threading.get_ident
+_discard = KEEPERS.discard
 
 
 def _ones(t: Tensor) -> np.ndarray:
@@ -47,6 +50,17 @@ def _target(t) -> Tensor:
         raise TypeError("GradientTape.gradient: target must be a Tensor or a nested "
                         "structure of Tensors, received None")
     return convert_to_tensor(t)
+
+
+def _self_gradient(source: Tensor, targets: list, seeds: list):
+    """The gradient of targets w.r.t. an unwatched ``source`` that is one of them: its
+    seed(s) (TensorFlow: a Variable w.r.t. itself is 1 even if no op read it)."""
+    g = None
+    if _is_float(source):
+        for t, seed in zip(targets, seeds):
+            if t is source:
+                g = seed if g is None else add(g, seed)
+    return g
 
 
 def _is_float(t: Tensor) -> bool:
@@ -95,6 +109,10 @@ class GradientTape:
         # recorded ops.
         self._roots: dict[int, Tensor] = {}
         self._nodes: list = []
+        # Variables that recorded ops may read: while there are any, the tape is registered
+        # with ``variable.KEEPERS`` so that a change of one (before or after the block
+        # ends) first hands those ops the value they read (see keep_reads).
+        self._reads: dict[int, Variable] = {}
 
     # ---- context management --------------------------------------------------------
     def __enter__(self) -> GradientTape:
@@ -118,10 +136,23 @@ class GradientTape:
     # ---- recorder protocol (called by the eager dispatcher) --------------------------
     def read_variable(self, var: Variable) -> None:
         key = id(var)
+        if key in self._reads or _get_ident() != self._thread:
+            return  # once per variable per step
+        if not self._reads:  # the first: register with KEEPERS (see variable.keep_reads)
+            self._keeper = ref = weakref.ref(self, _discard)
+            KEEPERS.add(ref)
+        self._reads[key] = var
         if (key not in self._watched and self._watch_vars and var._trainable
-                and _get_ident() == self._thread and var._v.dtype.kind in "fc"):
-            # _watch_one inlined: once per variable per step. A Variable holds an array.
+                and var._v.dtype.kind in "fc"):
+            # _watch_one inlined. A Variable holds an array.
             self._watched[key] = self._roots[key] = self._variables[key] = var
+
+    def _release(self) -> None:
+        """Drop the recorded ops (a non-persistent tape that answered, reset)."""
+        self._nodes = []
+        if self._reads:
+            self._reads = {}
+            _discard(self._keeper)
 
     def record_read_value(self, var: Variable, snapshot: Tensor) -> None:
         # Variable.value()/read_value() in the block: the snapshot is a read of the
@@ -129,31 +160,43 @@ class GradientTape:
         self.read_variable(var)
         self.record(_READ_VALUE, (var,), (snapshot,), {})
 
-    def keep_reads(self, var: Variable, snap: Tensor | None) -> Tensor | None:
-        """Called (through ``Variable.keep_reads``) just before ``var`` changes while this
-        tape records. Ops recorded so far that read ``var`` keep the value they read, as
-        in TensorFlow: they get ``snap``, a copy of the current value shared by all
-        active tapes (made here if None and needed), and an identity node ties it back
-        to ``var`` so gradients still reach it. Returns the snapshot."""
+    def keep_reads(self, changing: dict, snaps: dict) -> None:
+        """Called (through ``variable.keep_reads``) just before the Variables in
+        ``changing`` (id -> Variable) change, while this tape holds recorded ops (its
+        block may have ended). Ops recorded so far that read one of them keep the value
+        they read, as in TensorFlow: they get a snapshot (a copy of the current value,
+        shared through ``snaps`` by all tapes), and an identity node ties it back to the
+        variable so gradients still reach it."""
+        reads = self._reads
+        mine = {k: v for k, v in changing.items() if k in reads}
+        if not mine:
+            return
+        used: dict = {}
         nodes = self._nodes
-        used = False
         for k, (op, ins, outs, attrs, needs) in enumerate(nodes):
+            if op is _READ_VALUE:
+                continue  # its output is already a copy, and it must stay tied to var
             for t in ins:
-                if t is var:
+                if id(t) in mine:
                     break
             else:
                 continue
-            if snap is None:  # a copy: optimizers update in place
-                snap = wrap(np.array(var._v, copy=True))
-            used = True
-            nodes[k] = (op, tuple(snap if t is var else t for t in ins), outs, attrs, needs)
-        if used:
-            watched = id(var) in self._watched
+            new = []
+            for t in ins:
+                key = id(t)
+                if key in mine:
+                    snap = snaps.get(key)
+                    if snap is None:  # a copy: optimizers update in place
+                        snap = snaps[key] = wrap(np.array(t._v, copy=True))
+                    used[key] = snap
+                    t = snap
+                new.append(t)
+            nodes[k] = (op, tuple(new), outs, attrs, needs)
+        for key, snap in used.items():
+            watched = key in self._watched
             if watched:
                 self._watched[id(snap)] = snap
-            nodes.insert(0, (_READ_VALUE, (var,), (snap,), {}, (watched,)))
-        return snap
-
+            nodes.insert(0, (_READ_VALUE, (mine[key],), (snap,), {}, (watched,)))
 
     def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
         if op.vjp is None:
@@ -220,7 +263,7 @@ class GradientTape:
         self._variables.clear()
         self._roots.clear()
         self._late_watch = False
-        self._nodes = []
+        self._release()
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients: str = "none"):
@@ -234,7 +277,11 @@ class GradientTape:
 
         Returns:
             Gradients in the structure of ``sources``; ``None`` for unconnected or
-            integer sources unless ``unconnected_gradients='zero'``.
+            integer sources unless ``unconnected_gradients='zero'``. A float source that
+            is itself one of the targets gets that target's seed (1) even if no op read
+            it (TensorFlow: a Variable w.r.t. itself). Gradients are taken at the values
+            the recorded ops read, even if a Variable changed since (assign, an optimizer
+            step).
 
         Raises:
             RuntimeError: a non-persistent tape was already used.
@@ -305,7 +352,7 @@ class GradientTape:
         else:
             # A non-persistent tape does not record its own backward pass; outer tapes do.
             nodes = self._nodes
-            self._nodes = []
+            self._release()
             self._watched = {}
             if not self._recording:
                 grads = backward(nodes, targets, seeds, srcs, swept)
@@ -316,7 +363,7 @@ class GradientTape:
                 finally:
                     context.push(self)
         if single:
-            g = grads[0] if srcs else None
+            g = grads[0] if srcs else _self_gradient(sources, targets, seeds)
             if g is None and unconnected_gradients == "zero":
                 g = zeros_like(sources) if _is_float(sources) else zeros_like(
                     sources, dtype=np.float32)
@@ -324,7 +371,7 @@ class GradientTape:
         it = iter(grads)
         out = []
         for s in flat_sources:
-            g = next(it) if id(s) in watched else None
+            g = next(it) if id(s) in watched else _self_gradient(s, targets, seeds)
             if g is None and unconnected_gradients == "zero":
                 g = zeros_like(s) if _is_float(s) else zeros_like(s, dtype=np.float32)
             out.append(g)

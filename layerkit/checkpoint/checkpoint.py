@@ -25,7 +25,7 @@ import numpy as np
 from layerkit._core.atomic import remove_stale_temps
 from layerkit._core.context import RECORDERS
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import KEEPERS, Variable
 from layerkit.checkpoint import index as _index
 from layerkit.checkpoint import trackable
 from layerkit.checkpoint.format import (
@@ -743,8 +743,9 @@ def _lazy_state(reader: CheckpointReader, where: str, value, keys: list):
 def _assign_fresh(var: Variable, value: np.ndarray) -> None:
     # ``value`` was just read into a new array that nothing else references, so it can
     # become the variable's buffer directly: Variable.assign would copy 1x the model again.
-    # Under an active recorder (an lk.function trace) assign() must see the update.
-    if type(var).assign is Variable.assign and not RECORDERS:
+    # Under an active recorder (an lk.function trace) assign() must see the update, and
+    # so must tapes that still hold ops reading the variable (KEEPERS).
+    if type(var).assign is Variable.assign and not RECORDERS and not KEEPERS:
         var._v = value
     else:
         var.assign(value)

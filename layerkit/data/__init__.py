@@ -15,9 +15,9 @@ pyarrow is imported only when a Parquet/Arrow/CSV source is used.
 from layerkit.data import experimental
 from layerkit.data.dataset import Dataset, Iterator, TextLineDataset
 from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN
-from layerkit.data.options import Options
+from layerkit.data.options import Options, ThreadingOptions
 from layerkit.data.rng import element_rng, element_seed
-from layerkit.data.structure import TensorSpec
+from layerkit.data.structure import DatasetSpec, TensorSpec
 
 from_tensor_slices = Dataset.from_tensor_slices
 from_tensors = Dataset.from_tensors
@@ -28,9 +28,12 @@ list_files = Dataset.list_files
 from_parquet = Dataset.from_parquet
 from_arrow = Dataset.from_arrow
 from_csv = Dataset.from_csv
+INFINITE_CARDINALITY = INFINITE
+UNKNOWN_CARDINALITY = UNKNOWN
 
 # ``range`` and ``zip`` are left out of ``__all__`` so a star import cannot shadow builtins.
-__all__ = ["Dataset", "Iterator", "TextLineDataset", "TensorSpec", "Options", "experimental",
-           "AUTOTUNE", "INFINITE", "UNKNOWN", "element_rng", "element_seed",
+__all__ = ["Dataset", "Iterator", "TextLineDataset", "TensorSpec", "DatasetSpec", "AUTOTUNE",
+           "INFINITE", "UNKNOWN", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Options",
+           "ThreadingOptions", "experimental", "element_rng", "element_seed",
            "from_tensor_slices", "from_tensors", "from_generator", "list_files", "from_parquet",
            "from_arrow", "from_csv"]

@@ -391,14 +391,20 @@ def _copy(src, dst, n: int) -> None:
 
 
 class _Reader:
+    # Who reads the file and what to do about a bad one, for messages (Dataset.load
+    # reads its shards with a subclass).
+    where = "Dataset.cache"
+    kind = "cache file"
+    advice = "delete it to rebuild the cache"
+
     def __init__(self, path: str) -> None:
         self.path = path
         self.f = open(path, "rb")
         self.size = os.fstat(self.f.fileno()).st_size
         if self.f.read(len(MAGIC)) != MAGIC:
             self.f.close()
-            raise ValueError(f"Dataset.cache: {path} is not a layerkit cache file of this "
-                             f"version (bad magic); delete it to rebuild the cache")
+            raise ValueError(f"{self.where}: {path} is not a layerkit {self.kind} of this "
+                             f"version (bad magic); {self.advice}")
         self.block: list = []
         self.block_offset = self.f.tell()  # where the current block's record starts
         self.i = 0
@@ -408,20 +414,20 @@ class _Reader:
     def resumed(cls, path: str, saved: str, size: int) -> _Reader:
         """The reader of a state saved while replaying ``saved``, checked to be that file."""
         if not os.path.exists(path):
-            raise ValueError(f"Dataset.cache: cannot resume replaying the cache file {path}: "
+            raise ValueError(f"{cls.where}: cannot resume replaying the file {path}: "
                              f"it no longer exists (the state was saved while replaying "
-                             f"{saved}); start a new pass to rebuild it")
+                             f"{saved}); {cls.advice}")
         self = cls(path)
         if self.size != size:
             self.close()
-            raise ValueError(f"Dataset.cache: cannot resume replaying the cache file {path}: "
+            raise ValueError(f"{cls.where}: cannot resume replaying the file {path}: "
                              f"it has {self.size} bytes, {size} when the state was saved "
                              f"(it was rebuilt since)")
         return self
 
     def _corrupt(self, offset: int, what: str) -> ValueError:
-        return ValueError(f"Dataset.cache: {self.path} is corrupted or truncated in the record "
-                          f"at byte {offset}: {what}; delete it to rebuild the cache")
+        return ValueError(f"{self.where}: {self.path} is corrupted or truncated in the record "
+                          f"at byte {offset}: {what}; {self.advice}")
 
     def _read_record(self):
         """The next block's ``(offset, element count, payload)``; None at the end record."""
@@ -497,13 +503,13 @@ class _Reader:
         offset, i, done = pos
         offset, i = int(offset), int(i)
         if not len(MAGIC) <= offset < self.size:
-            raise ValueError(f"Dataset.cache: the iterator state's position {offset} is "
+            raise ValueError(f"{self.where}: the iterator state's position {offset} is "
                              f"outside the cache file {self.path} ({self.size} bytes)")
         self.f.seek(offset)
         self.block, self.i, self.done = [], 0, bool(done)
         if not self.done and self._read_block():
             if not 0 <= i <= len(self.block):
-                raise ValueError(f"Dataset.cache: the iterator state's element {i} is "
+                raise ValueError(f"{self.where}: the iterator state's element {i} is "
                                  f"outside the block at byte {offset} of {self.path}")
             self.i = i
 

@@ -15,23 +15,36 @@ from typing import Any
 
 import numpy as np
 
+from layerkit.data import compose as _compose
+from layerkit.data import save as _save
 from layerkit.data import structure as _st
 from layerkit.data.arrow import DEFAULT_READ_BATCH, ArrowNode, CsvNode, ParquetNode
+from layerkit.data.assert_cardinality import AssertCardinalityNode
 from layerkit.data.batch import BatchNode, PaddedBatchNode, UnbatchNode
 from layerkit.data.cache import CacheNode
+from layerkit.data.counter import CounterNode
+from layerkit.data.directed_interleave import DirectedInterleaveNode
+from layerkit.data.elements import ElementsNode
+from layerkit.data.filter import FilterNode
+from layerkit.data.group_by_window import GroupByWindowNode
+from layerkit.data.ignore_errors import IgnoreErrorsNode
 from layerkit.data.interleave import InterleaveNode
-from layerkit.data.map import FilterNode, MapNode
+from layerkit.data.map import MapNode
 from layerkit.data.node import (
     AUTOTUNE,
     INFINITE,
     UNKNOWN,
     IterationContext,
     Node,
+    annotate,
     as_node,
     fast_sources,
+    fn_note,
 )
-from layerkit.data.options import Options, OptionsNode, merged_options
+from layerkit.data.options import Options
 from layerkit.data.prefetch import PrefetchNode
+from layerkit.data.random_source import ChoiceNode, RandomNode
+from layerkit.data.scan import ScanNode
 from layerkit.data.shuffle import ShuffleNode
 from layerkit.data.simple import (
     ConcatenateNode,
@@ -42,7 +55,10 @@ from layerkit.data.simple import (
     TakeNode,
 )
 from layerkit.data.sources import GeneratorNode, RangeNode, TensorSlicesNode, TensorsNode, ZipNode
+from layerkit.data.take_while import TakeWhileNode
 from layerkit.data.text import TextLineNode, filename_list
+from layerkit.data.unique import UniqueNode
+from layerkit.data.window import WindowNode
 
 STATE_FORMAT = "layerkit.data.Iterator/1"
 
@@ -155,6 +171,7 @@ class Dataset:
     """
 
     __slots__ = ("_node",)
+    _is_dataset = True  # a Dataset can be an element (window): see structure.is_dataset
 
     def __init__(self, node: Node) -> None:
         if not isinstance(node, Node):
@@ -203,7 +220,13 @@ class Dataset:
         return True
 
     def __repr__(self) -> str:
-        return f"<Dataset {' <- '.join(_pipeline_names(self._node))}>"
+        # tf.data's form: <_BatchDataset element_spec=TensorSpec(...)>
+        kind = "".join(p.capitalize() for p in self._node.name.split("_"))
+        try:
+            spec = repr(self.element_spec)
+        except Exception as e:  # an empty dataset without a signature, a failing map
+            spec = f"<unknown: {type(e).__name__}>"
+        return f"<_{kind}Dataset element_spec={spec}>"
 
     # ---- sources ----------------------------------------------------------------------------
     @staticmethod
@@ -411,10 +434,17 @@ class Dataset:
         """Keep the elements for which ``predicate`` returns a True scalar bool."""
         return Dataset(FilterNode(self._node, predicate))
 
-    def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+    def batch(self, batch_size: int, drop_remainder: bool = False,
+              num_parallel_calls: int | None = None, deterministic: bool | None = None,
+              name: str | None = None) -> Dataset:
         """Stack ``batch_size`` consecutive elements; the last batch may be smaller unless
         ``drop_remainder``. Right after an in-memory or columnar source it slices the
-        source's arrays directly instead of stacking rows."""
+        source's arrays directly instead of stacking rows.
+
+        ``num_parallel_calls``, ``deterministic`` and ``name`` are accepted for tf.data
+        compatibility; batches are always stacked in order in the consumer's thread (a
+        stack is one NumPy call per leaf, which threads would not speed up here).
+        """
         return Dataset(BatchNode(self._node, batch_size, drop_remainder))
 
     def padded_batch(self, batch_size: int, padded_shapes=None, padding_values=None,
@@ -499,19 +529,6 @@ class Dataset:
         """Every ``num_shards``-th element starting at ``index`` (one worker's share)."""
         return Dataset(ShardNode(self._node, num_shards, index))
 
-    def with_options(self, options: Options) -> Dataset:
-        """This dataset with ``options`` (:class:`lk.data.Options`) attached; they apply
-        to the whole pipeline, and ones set here override those set inside it.
-
-        Raises:
-            TypeError: ``options`` is not an ``lk.data.Options``.
-        """
-        return Dataset(OptionsNode(self._node, options))
-
-    def options(self) -> Options:
-        """The merged :class:`lk.data.Options` of this pipeline (defaults if none)."""
-        return merged_options(self._node)
-
     def apply(self, transformation_func: Callable[[Dataset], Any]) -> Dataset:
         """``transformation_func(self)``, which must return a Dataset."""
         out = transformation_func(self)
@@ -519,6 +536,305 @@ class Dataset:
             raise TypeError(f"Dataset.apply: the function must return a Dataset, received "
                             f"{type(out).__name__}")
         return out
+
+    # ---- tf.data's further transformations --------------------------------------------------
+    def reduce(self, initial_state, reduce_func: Callable):
+        """Fold all elements into one value: ``state = reduce_func(state, element)``.
+
+        Args:
+            initial_state: a Tensor/array/scalar or a tuple/dict of them.
+            reduce_func: takes ``(state, element)`` and returns the new state, of the same
+                structure and dtypes as ``initial_state``.
+
+        Returns:
+            The final state (Tensors).
+
+        Example:
+            >>> import layerkit as lk
+            >>> int(lk.data.Dataset.range(5).reduce(0, lambda s, x: s + x))
+            10
+        """
+        from layerkit.data.scan import check_state_structure
+
+        state = _st.normalize(initial_state)
+        for i, elem in enumerate(self):
+            try:
+                new = _st.normalize(reduce_func(state, elem))
+                check_state_structure(new, state, "Dataset.reduce")
+            except Exception as e:
+                raise annotate(e, fn_note(reduce_func, i, "reduce"))  # noqa: B904
+            state = new
+        return state
+
+    def get_single_element(self):
+        """The only element of this dataset.
+
+        Raises:
+            ValueError: if the dataset has no element or more than one.
+        """
+        it = iter(self)
+        try:
+            first = next(it)
+        except StopIteration:
+            raise ValueError("Dataset.get_single_element: the dataset is empty; it must "
+                             "have exactly one element") from None
+        try:
+            next(it)
+        except StopIteration:
+            return first
+        finally:
+            it.close()
+        raise ValueError("Dataset.get_single_element: the dataset has more than one "
+                         "element; it must have exactly one")
+
+    def window(self, size: int, shift: int | None = None, stride: int = 1,
+               drop_remainder: bool = False) -> Dataset:
+        """Windows of ``size`` elements, each a Dataset (a nested structure of them for
+        nested elements), as tf.data.
+
+        Window ``k`` holds input elements ``k * shift + j * stride`` (``j < size``).
+
+        Args:
+            size: elements per window.
+            shift: input elements between window starts (default ``size``).
+            stride: step between the input elements of one window.
+            drop_remainder: drop the windows at the end that have fewer than ``size``.
+
+        Example:
+            >>> import layerkit as lk
+            >>> ds = lk.data.Dataset.range(5).window(3, shift=1, drop_remainder=True)
+            >>> [b.numpy().tolist() for b in ds.flat_map(lambda w: w.batch(3))]
+            [[0, 1, 2], [1, 2, 3], [2, 3, 4]]
+        """
+        return Dataset(WindowNode(self._node, size, shift, stride, drop_remainder))
+
+    def scan(self, initial_state, scan_func: Callable) -> Dataset:
+        """Thread a state through the elements: ``scan_func(state, element)`` returns
+        ``(new_state, output_element)``; the outputs are the elements.
+
+        Example:
+            >>> import layerkit as lk
+            >>> ds = lk.data.Dataset.range(4).scan(0, lambda s, x: (s + x, s + x))
+            >>> [int(v) for v in ds]
+            [0, 1, 3, 6]
+        """
+        return Dataset(ScanNode(self._node, initial_state, scan_func))
+
+    def take_while(self, predicate: Callable) -> Dataset:
+        """The elements before the first one for which ``predicate`` is False."""
+        return Dataset(TakeWhileNode(self._node, predicate))
+
+    def unique(self) -> Dataset:
+        """Each distinct element once, at its first position (scalar int32/int64/string
+        elements only, as in tf.data)."""
+        return Dataset(UniqueNode(self._node))
+
+    def ignore_errors(self, log_warning: bool = False) -> Dataset:
+        """Drop the elements whose production raised an error (in ``map``, a source, ...).
+
+        Args:
+            log_warning: log each dropped error on the ``layerkit.data`` logger.
+        """
+        return Dataset(IgnoreErrorsNode(self._node, log_warning))
+
+    def group_by_window(self, key_func: Callable, reduce_func: Callable,
+                        window_size: int | None = None,
+                        window_size_func: Callable | None = None) -> Dataset:
+        """Group elements by ``key_func`` (an int64 key) and replace each window of up to
+        ``window_size`` same-key elements by the elements of ``reduce_func(key, window)``
+        (``window`` is a Dataset). Groups left at the end are reduced in increasing key
+        order.
+
+        Args:
+            key_func: element -> int64 scalar.
+            reduce_func: ``(key, window dataset)`` -> Dataset.
+            window_size: elements per window; or ``window_size_func(key)`` instead.
+        """
+        return Dataset(GroupByWindowNode(self._node, key_func, reduce_func, window_size,
+                                         window_size_func))
+
+    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries,
+                                  bucket_batch_sizes, padded_shapes=None, padding_values=None,
+                                  pad_to_bucket_boundary: bool = False, no_padding: bool = False,
+                                  drop_remainder: bool = False) -> Dataset:
+        """Batch elements of similar length together (``group_by_window`` + ``padded_batch``).
+
+        An element of length ``n`` goes to bucket ``i`` with
+        ``bucket_boundaries[i-1] <= n < bucket_boundaries[i]``; each bucket is batched by
+        ``bucket_batch_sizes[i]`` and padded to its longest element (or, with
+        ``pad_to_bucket_boundary``, to ``bucket_boundaries[i] - 1``).
+        """
+        return _compose.bucket_by_sequence_length(
+            self, element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
+            padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
+
+    def rejection_resample(self, class_func: Callable, target_dist, initial_dist=None,
+                           seed: int | None = None) -> Dataset:
+        """Resample so that the classes follow ``target_dist``, as tf.data: elements
+        become ``(class, element)``.
+
+        Elements are kept with a per-class probability (rejection sampling) mixed with
+        elements taken straight from the input, the scheme tf.data uses; without
+        ``initial_dist`` the input's class distribution is estimated as it goes.
+        Seeded by ``seed`` (None: drawn from layerkit's global generator), so
+        ``lk.random.set_seed`` reproduces it; iterator state restores it exactly.
+        """
+        return _compose.rejection_resample(self, class_func, target_dist, initial_dist, seed)
+
+    def assert_cardinality(self, expected_cardinality: int) -> Dataset:
+        """Declare the number of elements (``cardinality()`` reports it); iterating raises
+        a ValueError when the input has fewer or more."""
+        return Dataset(AssertCardinalityNode(self._node, expected_cardinality))
+
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed: int | None = None,
+                             stop_on_empty_dataset: bool = False,
+                             rerandomize_each_iteration: bool | None = None) -> Dataset:
+        """Each element from a randomly chosen input: ``datasets[i]`` with probability
+        ``weights[i] / sum(weights)`` (uniform by default).
+
+        Args:
+            weights: a list of non-negative weights, or a Dataset of weight vectors (one
+                per element drawn).
+            seed: the seed (None: drawn from layerkit's global generator now).
+            stop_on_empty_dataset: end when the chosen input is exhausted; by default it
+                is skipped and the stream ends when every input is exhausted.
+            rerandomize_each_iteration: new choices on each pass (default: the same).
+        """
+        nodes = [as_node(d, "Dataset.sample_from_datasets") for d in datasets]
+        if not nodes:
+            raise ValueError("Dataset.sample_from_datasets: datasets must not be empty")
+        weights_node = None
+        if isinstance(weights, Dataset):
+            weights_node, weights = weights._node, None
+        elif weights is not None:
+            w = np.asarray(getattr(weights, "_v", weights), dtype=np.float64)
+            if w.shape != (len(nodes),):
+                raise ValueError(f"Dataset.sample_from_datasets: weights must have one entry "
+                                 f"per dataset ({len(nodes)}), received shape {w.shape}")
+            keep = [i for i in range(len(nodes)) if w[i] > 0]
+            if not keep:
+                return Dataset(nodes[0]).take(0)
+            nodes, weights = [nodes[i] for i in keep], w[keep]
+        if len(nodes) == 1 and weights_node is None:
+            return Dataset(nodes[0])
+        if weights is None and weights_node is None:
+            weights = np.ones(len(nodes))
+        selector = ChoiceNode(weights, weights_node, seed, rerandomize_each_iteration)
+        return Dataset(DirectedInterleaveNode(selector, nodes, stop_on_empty_dataset,
+                                              "Dataset.sample_from_datasets"))
+
+    @staticmethod
+    def choose_from_datasets(datasets, choice_dataset: Dataset,
+                             stop_on_empty_dataset: bool = True) -> Dataset:
+        """Element ``k`` comes from ``datasets[c_k]``, ``c_k`` the k-th element of
+        ``choice_dataset`` (int64 scalars).
+
+        Example:
+            >>> import layerkit as lk
+            >>> a, b = lk.data.Dataset.range(0, 3), lk.data.Dataset.range(10, 13)
+            >>> choice = lk.data.Dataset.from_tensor_slices([0, 1, 1, 0])
+            >>> [int(x) for x in lk.data.Dataset.choose_from_datasets([a, b], choice)]
+            [0, 10, 11, 1]
+        """
+        nodes = [as_node(d, "Dataset.choose_from_datasets") for d in datasets]
+        if not nodes:
+            raise ValueError("Dataset.choose_from_datasets: datasets must not be empty")
+        sel = as_node(choice_dataset, "Dataset.choose_from_datasets (choice_dataset)")
+        return Dataset(DirectedInterleaveNode(sel, nodes, stop_on_empty_dataset,
+                                              "Dataset.choose_from_datasets"))
+
+    @staticmethod
+    def counter(start: int = 0, step: int = 1, dtype=np.int64) -> Dataset:
+        """``start, start + step, start + 2 * step, ...`` without end."""
+        for a in (start, step):
+            if not _is_integer(a):
+                raise TypeError(f"Dataset.counter: start and step must be integers, received "
+                                f"{type(a).__name__} {a!r}")
+        return Dataset(CounterNode(int(start), int(step), dtype))
+
+    @staticmethod
+    def random(seed: int | None = None,
+               rerandomize_each_iteration: bool | None = None) -> Dataset:
+        """An infinite stream of random int64 scalars in ``[0, 2**32)``.
+
+        Args:
+            seed: the seed (None: drawn from layerkit's global generator now, so
+                ``lk.random.set_seed`` before building reproduces it).
+            rerandomize_each_iteration: a new sequence on each pass (default: the same).
+        """
+        return Dataset(RandomNode(seed=seed, rerandomize=rerandomize_each_iteration))
+
+    def save(self, path, compression=None, shard_func: Callable | None = None,
+             checkpoint_args=None) -> None:
+        """Write all elements to the directory ``path`` (replaced if it holds an earlier save).
+
+        The format (``docs/data_save_format.md``): ``dataset_spec.json`` and one
+        checksummed record file per shard; no pickle. The directory appears complete
+        or not at all.
+
+        Args:
+            compression: only None (uncompressed) is supported.
+            shard_func: element -> non-negative int64 shard index (default: all in
+                shard 0). :meth:`load` interleaves the shards.
+            checkpoint_args: not supported (must be None).
+        """
+        if checkpoint_args is not None:
+            raise ValueError("Dataset.save: checkpoint_args is not supported (a save is "
+                             "atomic: it completes or leaves nothing)")
+        _save.save(self._node, path, compression, shard_func)
+
+    @staticmethod
+    def load(path, element_spec=None, compression=None,
+             reader_func: Callable | None = None) -> Dataset:
+        """A dataset saved by :meth:`save`, with its element_spec.
+
+        Args:
+            element_spec: the expected spec (checked against the saved one), optional.
+            reader_func: takes the Dataset of shard Datasets (in shard index order) and
+                returns the dataset; default: interleave them one element at a time
+                (one shard: the saved order).
+        """
+        spec, shard_nodes, total = _save.read_meta(path, element_spec, compression)
+        shards = Dataset(ElementsNode([Dataset(n) for n in shard_nodes], _st.DatasetSpec(spec)))
+        if reader_func is None:
+            if not shard_nodes:
+                return Dataset(ElementsNode([], spec))
+            if len(shard_nodes) == 1:
+                return Dataset(shard_nodes[0])
+            return shards.interleave(lambda d: d, cycle_length=len(shard_nodes),
+                                     block_length=1).assert_cardinality(total)
+        out = reader_func(shards)
+        if not isinstance(out, Dataset):
+            raise TypeError(f"Dataset.load: reader_func must return a Dataset, received "
+                            f"{type(out).__name__}")
+        return out
+
+    def options(self) -> Options:
+        """The options of this dataset and its inputs, merged (see :meth:`with_options`)."""
+        out = Options()
+        seen = set()
+        order = []
+        stack = [self._node]
+        while stack:  # inputs' options first, so the outer ones win
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            order.append(n)
+            stack.extend(n.inputs)
+        for n in reversed(order):
+            if n.options is not None:
+                out = out.merge(n.options)
+        return out
+
+    def with_options(self, options: Options) -> Dataset:
+        """This dataset with ``options`` merged over its own (recorded; see ``Options``)."""
+        if not isinstance(options, Options):
+            raise TypeError(f"Dataset.with_options: expected lk.data.Options, received "
+                            f"{type(options).__name__}")
+        mine = self._node.options
+        return Dataset(self._node.with_options(options if mine is None else mine.merge(options)))
 
 
 class TextLineDataset(Dataset):
@@ -577,3 +893,6 @@ def _numpy_iter(it: Iterator):
             yield _st.to_numpy(e)
     finally:
         it.close()
+
+
+_st.DATASET_TYPE[:] = [Dataset]

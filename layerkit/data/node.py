@@ -29,6 +29,7 @@ Iterator contract:
 """
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 
@@ -91,6 +92,7 @@ class Node:
     """
 
     name = "node"
+    options = None  # lk.data.Options set by Dataset.with_options on this stage
 
     def __init__(self, *inputs: Node) -> None:
         self.inputs = inputs
@@ -127,6 +129,13 @@ class Node:
     def static_chunk_spec(self):
         """The element spec if it is known without running anything, else None."""
         return None
+
+    def with_options(self, options) -> Node:
+        """A copy of this stage (same inputs) carrying ``options``."""
+        node = copy.copy(self)
+        node.node_id = next(_NODE_IDS)
+        node.options = options
+        return node
 
     def _next_top_epoch(self) -> int:
         e = self._top_epochs
@@ -287,6 +296,21 @@ def annotate(err: BaseException, note: str) -> BaseException:
 def fn_name(fn) -> str:
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     return name or type(fn).__name__
+
+
+def fn_note(fn, i: int, what: str = "map") -> str:
+    """The note added to an error that ``fn`` raised on input element ``i`` of a pass."""
+    return f"raised by {fn_name(fn)} in Dataset.{what} on input element {i} of this pass"
+
+
+def positive_int(value, where: str, arg: str) -> int:
+    """``value`` as an int >= 1, else a ValueError naming ``where`` and ``arg``."""
+    v = getattr(value, "_v", value)
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{where}: {arg} must be a positive integer, received {value!r}")
+    return int(v)
 
 
 def fast_sources(it: NodeIterator, ended: list):

@@ -1,36 +1,27 @@
-"""``lk.data.Options``: settings attached to a pipeline with ``Dataset.with_options``.
+"""tf.data-style ``Options``: settings attached to a dataset with ``with_options``.
 
-As in tf.data, options belong to the whole dataset, not to one stage: ``ds.options()``
-merges those given anywhere in the pipeline (an option set later, closer to the
-consumer, wins). The one group layerkit reads today is ``experimental_distribute``
-(how ``lk.distribute`` shards the dataset across ranks).
-
-    >>> import layerkit as lk
-    >>> options = lk.data.Options()
-    >>> options.experimental_distribute.auto_shard_policy = (
-    ...     lk.data.experimental.AutoShardPolicy.DATA)
-    >>> ds = lk.data.Dataset.range(8).batch(4).with_options(options)
-    >>> ds.options().experimental_distribute.auto_shard_policy
-    <AutoShardPolicy.DATA: 2>
+The fields TF programs set are accepted, validated and merged as in tf.data (a
+dataset's options are its inputs' merged with its own; a field set later wins). One is
+acted on: ``experimental_distribute.auto_shard_policy`` tells ``lk.distribute`` how to
+split the dataset across ranks. The others are recorded only: layerkit's stages take
+their parallelism and order from their own arguments (``num_parallel_calls``,
+``deterministic``), so they change no element and no element order.
 """
 from __future__ import annotations
 
 import enum
 
-from layerkit.data.node import Node
-
-__all__ = ["Options", "DistributeOptions", "AutoShardPolicy", "OptionsNode"]
-
 
 class AutoShardPolicy(enum.IntEnum):
-    """How ``lk.distribute`` splits a dataset across ranks (tf.data's values).
+    """How ``lk.distribute`` splits a dataset across ranks
+    (``tf.data.experimental.AutoShardPolicy``, same values).
 
     - ``AUTO``: by file (Parquet: by row group) when the pipeline reads files and has at
       least one file (row group) per rank, else ``DATA``.
     - ``FILE``: by file / row group; an error if the pipeline reads no files.
     - ``DATA``: every rank runs the pipeline and keeps its own part of each global batch.
     - ``OFF``: no sharding: every rank reads everything.
-    - ``HINT``: tf.data's shard-hint mode (not supported: an error).
+    - ``HINT``: tf.data's shard-hint mode (not supported by ``lk.distribute``: an error).
     """
 
     OFF = -1
@@ -40,138 +31,108 @@ class AutoShardPolicy(enum.IntEnum):
     HINT = 3
 
 
-class _Group:
-    """A group of options: only the declared names can be set (typos are errors)."""
+class _OptionsBase:
+    """Fixed fields with defaults; setting an unknown field raises, as in tf.data."""
 
     _fields: dict = {}
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_values", {})
-
-    def __getattr__(self, name: str):
-        fields = type(self)._fields
-        if name in fields:
-            return self._values.get(name, fields[name])
-        raise AttributeError(f"{type(self).__name__} has no option {name!r}; options are "
-                             f"{sorted(fields)}")
+        for k, v in self._fields.items():
+            object.__setattr__(self, k, v() if isinstance(v, type) else v)
 
     def __setattr__(self, name: str, value) -> None:
-        if name not in type(self)._fields:
-            raise AttributeError(f"{type(self).__name__} has no option {name!r}; options "
-                                 f"are {sorted(type(self)._fields)}")
-        self._values[name] = self._check(name, value)
+        if name not in self._fields:
+            raise AttributeError(f"{type(self).__name__} has no option {name!r}; known: "
+                                 f"{sorted(self._fields)}")
+        object.__setattr__(self, name, value)
 
-    def _check(self, name: str, value):
-        return value
-
-    def _merge(self, other: _Group) -> None:
-        """Take ``other``'s explicitly set values (they win)."""
-        for k, v in other._values.items():
-            if isinstance(v, _Group):
-                mine = self._values.get(k)
-                if mine is None:
-                    mine = self._values[k] = type(v)()
-                mine._merge(v)
-            else:
-                self._values[k] = v
+    def _merge(self, other: _OptionsBase) -> None:
+        """Take every field ``other`` set (differs from the default)."""
+        fresh = type(other)()
+        for k in self._fields:
+            mine, theirs = getattr(self, k), getattr(other, k)
+            if isinstance(theirs, _OptionsBase):
+                mine._merge(theirs)
+            elif theirs != getattr(fresh, k):
+                object.__setattr__(self, k, theirs)
 
     def __eq__(self, other) -> bool:
-        return type(other) is type(self) and self._values == other._values
+        return type(self) is type(other) and all(
+            getattr(self, k) == getattr(other, k) for k in self._fields)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+        body = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._fields)
+        return f"{type(self).__name__}({body})"
 
 
-class DistributeOptions(_Group):
-    """``Options().experimental_distribute``: ``auto_shard_policy`` (default AUTO)."""
+class ThreadingOptions(_OptionsBase):
+    _fields = {"max_intra_op_parallelism": None, "private_threadpool_size": None}
+
+
+class AutotuneOptions(_OptionsBase):
+    _fields = {"enabled": None, "cpu_budget": None, "ram_budget": None,
+               "autotune_algorithm": None}
+
+
+class OptimizationOptions(_OptionsBase):
+    _fields = {"apply_default_optimizations": None, "map_and_batch_fusion": None,
+               "map_parallelization": None, "parallel_batch": None, "noop_elimination": None,
+               "shuffle_and_repeat_fusion": None, "inject_prefetch": None,
+               "filter_parallelization": None}
+
+
+class DistributeOptions(_OptionsBase):
+    """``Options().experimental_distribute``: ``auto_shard_policy`` (default ``AUTO``),
+    read by ``lk.distribute``; ``num_devices`` is recorded only."""
 
     _fields = {"auto_shard_policy": AutoShardPolicy.AUTO, "num_devices": None}
 
-    def _check(self, name: str, value):
+    def __setattr__(self, name: str, value) -> None:
         if name == "auto_shard_policy":
             try:
-                return AutoShardPolicy(value)
+                value = AutoShardPolicy(value)
             except ValueError:
-                raise ValueError(f"auto_shard_policy must be an lk.data.experimental."
-                                 f"AutoShardPolicy, received {value!r}") from None
-        return value
+                raise ValueError(f"DistributeOptions.auto_shard_policy must be an lk.data."
+                                 f"experimental.AutoShardPolicy, received {value!r}") from None
+        super().__setattr__(name, value)
 
 
-class Options(_Group):
-    """Options of a dataset (tf.data's ``Options``); set attributes, then
-    ``ds.with_options(options)``.
+class Options(_OptionsBase):
+    """Dataset options, as ``tf.data.Options``.
 
-    Attributes:
-        experimental_distribute: :class:`DistributeOptions` (``auto_shard_policy``).
-        deterministic: accepted for compatibility (layerkit's stages are deterministic
-            unless a map or interleave says ``deterministic=False``).
+    Example:
+        >>> import layerkit as lk
+        >>> opts = lk.data.Options()
+        >>> opts.deterministic = False
+        >>> ds = lk.data.Dataset.range(3).with_options(opts)
+        >>> ds.options().deterministic
+        False
     """
 
-    _fields = {"experimental_distribute": None, "deterministic": None}
+    _fields = {"deterministic": None, "experimental_deterministic": None,
+               "experimental_slack": None, "experimental_external_state_policy": None,
+               "experimental_warm_start": None, "experimental_symbolic_checkpoint": None,
+               "threading": ThreadingOptions, "autotune": AutotuneOptions,
+               "experimental_optimization": OptimizationOptions,
+               "experimental_distribute": DistributeOptions}
 
-    def __getattr__(self, name: str):
-        if name == "experimental_distribute":
-            v = self._values.get(name)
-            if v is None:
-                v = self._values[name] = DistributeOptions()
-            return v
-        return super().__getattr__(name)
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("deterministic", "experimental_deterministic") and value is not None \
+                and not isinstance(value, bool):
+            raise TypeError(f"Options.{name} must be a bool or None, received "
+                            f"{type(value).__name__}")
+        super().__setattr__(name, value)
+        if name == "experimental_deterministic":  # the older name of the same option
+            object.__setattr__(self, "deterministic", value)
+        elif name == "deterministic":
+            object.__setattr__(self, "experimental_deterministic", value)
 
-    def _check(self, name: str, value):
-        if name == "experimental_distribute" and not isinstance(value, DistributeOptions):
-            raise TypeError(f"Options.experimental_distribute must be a DistributeOptions, "
-                            f"received {type(value).__name__}")
-        return value
-
-    def merge(self, other: Options) -> Options:
-        """A new Options: these, overridden by what ``other`` sets."""
-        if not isinstance(other, Options):
-            raise TypeError(f"Options.merge expects Options, received {type(other).__name__}")
+    def merge(self, options: Options) -> Options:
+        """A new Options: these, with every field that ``options`` set taking over."""
+        if not isinstance(options, Options):
+            raise TypeError(f"Options.merge: expected Options, received "
+                            f"{type(options).__name__}")
         out = Options()
         out._merge(self)
-        out._merge(other)
+        out._merge(options)
         return out
-
-
-class OptionsNode(Node):
-    """Carries Options; iterating it is iterating its input (no stage of its own)."""
-
-    name = "with_options"
-
-    def __init__(self, source: Node, options: Options) -> None:
-        if not isinstance(options, Options):
-            raise TypeError(f"Dataset.with_options expects lk.data.Options, received "
-                            f"{type(options).__name__}")
-        super().__init__(source)
-        self.options = options
-
-    def make_iterator(self, ctx):
-        return self.inputs[0].make_iterator(ctx)
-
-    def cardinality(self) -> int:
-        return self.inputs[0].cardinality()
-
-    def _compute_spec(self):
-        return self.inputs[0].element_spec()
-
-    def static_chunk_spec(self):
-        return self.inputs[0].static_chunk_spec()
-
-
-def merged_options(node: Node) -> Options:
-    """The options of the pipeline ending at ``node`` (outer settings win)."""
-    found = []
-    stack = [node]
-    seen = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, OptionsNode):
-            found.append(n.options)
-        stack.extend(n.inputs)
-    out = Options()
-    for o in reversed(found):   # innermost first, so outer ones override
-        out._merge(o)
-    return out

@@ -107,3 +107,48 @@ def element_rng() -> np.random.Generator:
 def element_seed() -> int:
     """A fresh seed from :func:`element_rng`, for ops that take ``seed=`` (``lk.random.*``)."""
     return int(element_rng().integers(0, 2**63 - 1))
+
+
+class Stream:
+    """The random words of one pass of a random stage (``Dataset.random``, the selector of
+    ``sample_from_datasets``, ...): a PCG64 generator seeded with ``entropy``.
+
+    Its state is the entropy and the number of 64-bit words drawn; a restored stream
+    advances a new generator by that many words, so resuming is exact and costs nothing
+    per word drawn before.
+    """
+
+    __slots__ = ("entropy", "drawn", "_bg")
+
+    def __init__(self, entropy, drawn: int = 0) -> None:
+        self.entropy = [int(e) for e in entropy]
+        self._bg = np.random.PCG64(np.random.SeedSequence(self.entropy))
+        self.drawn = int(drawn)
+        if drawn:
+            self._bg.advance(self.drawn)
+
+    def words(self, n: int) -> np.ndarray:
+        """The next ``n`` 64-bit words (uint64)."""
+        self.drawn += n
+        return self._bg.random_raw(n)
+
+    def uniform(self) -> float:
+        """A float in [0, 1) from the next word (its top 53 bits)."""
+        self.drawn += 1
+        return (int(self._bg.random_raw()) >> 11) * (1.0 / 9007199254740992.0)
+
+    def state(self) -> dict:
+        return {"entropy": list(self.entropy), "drawn": self.drawn}
+
+    @classmethod
+    def from_state(cls, state: dict) -> Stream:
+        return cls(state["entropy"], int(state["drawn"]))
+
+
+def pass_entropy(node, ctx, rerandomize: bool) -> list:
+    """The entropy of a random stage's stream for the pass ``ctx`` starts: the node's
+    seed (``ctx`` has the saved one after a restore), and the pass counters when each
+    pass draws anew."""
+    top, inner = ctx.epoch(node)
+    seed = ctx.seed(node, node.seed)
+    return [seed, top, inner] if rerandomize else [seed, 0, 0]

@@ -26,6 +26,8 @@ def _as_leaf_arrays(value, what: str):
     def leaf(v):
         t = _st.to_tensor(v)
         a = t._v
+        if a is v:  # the dataset keeps it: never the caller's own array (TF copies too)
+            return a.copy()
         return a if isinstance(a, np.ndarray) else np.asarray(a)
     try:
         return _st.map_structure(leaf, value)

@@ -19,8 +19,45 @@ _new = object.__new__
 
 # ---- specs ---------------------------------------------------------------------------------
 def spec_of(element):
-    """The nested TensorSpec structure describing ``element``."""
-    return map_structure(TensorSpec.from_tensor, element)
+    """The nested TensorSpec structure describing ``element`` (a DatasetSpec for a
+    Dataset leaf, as ``window`` gives)."""
+    return map_structure(_leaf_spec, element)
+
+
+def _leaf_spec(leaf):
+    if is_dataset(leaf):
+        return DatasetSpec(leaf.element_spec)
+    return TensorSpec.from_tensor(leaf)
+
+
+class DatasetSpec:
+    """The spec of an element that is itself a Dataset (``window`` gives them), holding
+    that dataset's ``element_spec``, as tf.data's ``DatasetSpec``."""
+
+    __slots__ = ("element_spec",)
+
+    def __init__(self, element_spec) -> None:
+        self.element_spec = element_spec
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DatasetSpec) and other.element_spec == self.element_spec
+
+    def __hash__(self) -> int:
+        return hash(repr(self.element_spec))
+
+    def __repr__(self) -> str:
+        return f"DatasetSpec({self.element_spec!r})"
+
+
+def is_dataset(x) -> bool:
+    """True for a ``layerkit.data.Dataset`` used as an element (``window``'s windows)."""
+    return getattr(x, "_is_dataset", False) is True
+
+
+# Set by layerkit.data.dataset (nodes never import the facade): the Dataset class, and per
+# kind of in-memory node the function that rebuilds it from its encoding.
+DATASET_TYPE: list = []
+DATASET_DECODERS: dict = {}
 
 
 def relax_shape(a, b):
@@ -163,15 +200,20 @@ def to_tensor(value) -> Tensor:
     """A leaf as a Tensor (Variables are snapshotted; arrays and scalars wrapped)."""
     if type(value) is Tensor:
         return value
-    if isinstance(value, Tensor):  # a Variable: take its current value
-        return wrap(value._v)
+    if isinstance(value, Tensor):  # a Variable: a copy of its current value
+        return wrap(np.array(value._v, copy=True))
     if isinstance(value, np.ndarray):
         return wrap(value)
     if isinstance(value, (str, bytes, np.str_, np.bytes_)):
         return wrap(np.asarray(value.encode() if isinstance(value, str) else value, dtype="S"))
     if value is None:
         raise TypeError("None is not a valid dataset element value")
-    a = to_array(value)
+    try:
+        a = to_array(value)
+    except TypeError:
+        if is_dataset(value):  # a window: a Dataset as an element, as in tf.data
+            return value
+        raise
     if a.dtype.kind == "U":
         a = np.char.encode(a, "utf-8")
     return wrap(a)
@@ -201,6 +243,10 @@ def normalize(value, lists_as_tuples: bool = True):
 def to_numpy(element):
     """NumPy view of an element: arrays, with 0-d arrays as NumPy scalars (bytes for strings)."""
     def leaf(t):
+        if is_dataset(t):
+            raise TypeError("as_numpy_iterator() is not supported for datasets whose "
+                            "elements are Datasets (window): iterate each window with its "
+                            "own as_numpy_iterator(), or flat_map(lambda w: w.batch(n))")
         a = t._v if isinstance(t, Tensor) else t
         a = np.asarray(a)
         return a[()] if a.ndim == 0 else a
@@ -334,6 +380,13 @@ def encode(element):
             return {"namedtuple": type(element).__name__, "fields": list(element._fields),
                     "items": [encode(v) for v in element]}
         return {"tuple": [encode(v) for v in element]}
+    if is_dataset(element):
+        encode_node = getattr(element._node, "encode", None)
+        if encode_node is None:
+            raise ValueError(f"cannot save an iterator state that holds a Dataset element "
+                             f"built by Dataset.{element._node.name}: only the windows of "
+                             f"window/group_by_window can be saved")
+        return {"dataset": encode_node()}
     return np.asarray(element._v if isinstance(element, Tensor) else element)
 
 
@@ -345,6 +398,9 @@ def decode(obj):
             return tuple(decode(v) for v in obj["tuple"])
         if "dict" in obj:
             return {_key(k): decode(v) for k, v in obj["dict"]}
+        if "dataset" in obj:
+            enc = obj["dataset"]
+            return DATASET_TYPE[0](DATASET_DECODERS[enc["kind"]](enc))
         if "namedtuple" in obj:
             import collections
             t = collections.namedtuple(obj["namedtuple"], obj["fields"])
@@ -401,3 +457,47 @@ def decode_error(obj: dict) -> BaseException:
     e.add_note("re-raised from a restored iterator state (the original exception was saved "
                "as text)")
     return e
+
+
+# ---- specs as JSON (Dataset.save, states holding windows) -----------------------------------
+def spec_to_json(spec):
+    """A nested spec structure as JSON values (what :func:`spec_from_json` reads back)."""
+    if isinstance(spec, dict):
+        return {"dict": [[k, spec_to_json(v)] for k, v in spec.items()]}
+    if isinstance(spec, tuple):
+        if hasattr(spec, "_fields"):
+            return {"namedtuple": type(spec).__name__, "fields": list(spec._fields),
+                    "items": [spec_to_json(v) for v in spec]}
+        return {"tuple": [spec_to_json(v) for v in spec]}
+    if isinstance(spec, DatasetSpec):
+        return {"dataset": spec_to_json(spec.element_spec)}
+    if isinstance(spec, TensorSpec):
+        return {"shape": None if spec.shape is None else list(spec.shape),
+                "dtype": spec.dtype.str if spec.dtype.kind in "SU" else spec.dtype.name}
+    raise TypeError(f"not an element spec: {type(spec).__name__}")
+
+
+def spec_from_json(obj):
+    """The spec structure of :func:`spec_to_json`'s output (ValueError if malformed)."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"malformed element spec: expected a JSON object, received "
+                         f"{type(obj).__name__}")
+    if "dict" in obj:
+        return {_key(k): spec_from_json(v) for k, v in obj["dict"]}
+    if "tuple" in obj:
+        return tuple(spec_from_json(v) for v in obj["tuple"])
+    if "namedtuple" in obj:
+        import collections
+        t = collections.namedtuple(obj["namedtuple"], obj["fields"])
+        return t(*[spec_from_json(v) for v in obj["items"]])
+    if "dataset" in obj:
+        return DatasetSpec(spec_from_json(obj["dataset"]))
+    if "dtype" in obj:
+        try:
+            dtype = np.dtype(obj["dtype"])
+        except TypeError:
+            raise ValueError(f"malformed element spec: unknown dtype {obj['dtype']!r}") from None
+        if dtype.hasobject:
+            raise ValueError("malformed element spec: object dtype")
+        return TensorSpec(obj["shape"], dtype)
+    raise ValueError(f"malformed element spec: {str(obj)[:60]}")

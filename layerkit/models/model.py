@@ -872,6 +872,43 @@ class Model(Layer):
             status.expect_partial()
         return status
 
+    def export(self, filepath, format: str = "tf_saved_model", verbose: bool | None = None,
+               input_signature=None, **kwargs) -> None:
+        """Export the model's inference call as an artifact (Keras 3's ``Model.export``).
+
+        ``format="onnx"`` writes an ONNX file through :func:`layerkit.onnx.export` (the
+        optional ``onnx`` package): the batch size (and any other ``None`` size of the
+        input signature) stays dynamic. Keras's default, ``"tf_saved_model"``, needs
+        TensorFlow and is not available in layerkit.
+
+        Args:
+            filepath: the file to write.
+            format: ``"onnx"``.
+            verbose: print where the file was written (default: yes, as Keras).
+            input_signature: one ``lk.TensorSpec`` (or structure of them) per call
+                argument; defaults to the model's inputs with a dynamic batch size.
+            **kwargs: passed to :func:`layerkit.onnx.export` (``opset``).
+
+        Raises:
+            ValueError: an unknown ``format``.
+            NotImplementedError: ``format="tf_saved_model"``.
+
+        Example:
+            >>> model.export("model.onnx", format="onnx")  # doctest: +SKIP
+        """
+        if format == "onnx":
+            from layerkit.onnx import export as export_onnx
+
+            export_onnx(self, filepath, input_signature=input_signature,
+                        verbose=True if verbose is None else bool(verbose), **kwargs)
+            return
+        if format == "tf_saved_model":
+            raise NotImplementedError(
+                f"Model.export(format='tf_saved_model') needs TensorFlow, which layerkit does "
+                f"not use; export model '{self.name}' with format='onnx' instead")
+        raise ValueError(f"Unrecognized format={format!r}: Model.export supports "
+                         f"format='onnx'")
+
     def get_compile_config(self) -> dict | None:
         return self.__dict__.get("_compile_config")
 

@@ -64,6 +64,7 @@ class Sequential(Model):
                                  f"any layer")
             self.__dict__["_input_shape"] = tuple(layer.shape)
             self.__dict__["_input_dtype"] = layer.dtype
+            self.__dict__["_input_name"] = layer.name
             return
         if not isinstance(layer, Layer):
             raise TypeError(

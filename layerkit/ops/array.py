@@ -24,6 +24,7 @@ from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import reduce as _reduce
+from layerkit.ops.creation import axis_arg, int_arg
 
 __all__ = ["reshape", "expand_dims", "squeeze", "transpose", "concat", "stack", "unstack",
            "split", "tile", "pad", "gather", "gather_nd", "broadcast_to", "slice", "reverse"]
@@ -53,16 +54,7 @@ def _int_list(value, what: str, op: str) -> list:
     return [int(v) for v in a.reshape(-1)]
 
 
-def _axis(axis, ndim: int, op: str, extra: int = 0) -> int:
-    """One axis in ``[-(ndim+extra), ndim+extra)`` as a non-negative int."""
-    n = ndim + extra
-    a = int(axis)
-    if not -n <= a < n:
-        raise ValueError(
-            f"{op}: axis {a} is out of range for a tensor of rank {ndim} "
-            f"(valid axes are {-n}..{n - 1})"
-        )
-    return a % n
+_axis = axis_arg  # one axis in [-(ndim+extra), ndim+extra), non-negative; ints only
 
 
 # ---- reshape family -----------------------------------------------------------------
@@ -95,6 +87,8 @@ def reshape(x, shape) -> Tensor:
         ValueError: naming both shapes and sizes when the element counts differ.
     """
     shape = _shape_arg(shape)
+    if shape and min(shape) < -1:  # NumPy takes any negative size for -1; TF does not
+        raise _reshape_error(_shape_of(x), shape)
     try:
         return apply(_RESHAPE, x, shape=shape)
     except ValueError:
@@ -134,8 +128,10 @@ def _broadcast_to_vjp(g, ins, y, needs, shape):
 
 def _broadcast_to_fwd(x, shape):
     # np.broadcast_to costs ~3 us of Python; for small results a filled copy is ~5x
-    # cheaper. Large results stay zero-copy read-only views.
-    if len(shape) < 3 and (not shape or shape[0] * (shape[-1] if len(shape) > 1 else 1) <= 4096):
+    # cheaper. Large results stay zero-copy read-only views. (The copy would also drop
+    # leading length-1 axes of x, so a higher-rank x goes to np.broadcast_to to fail.)
+    if len(shape) < 3 and np.ndim(x) <= len(shape) and (
+            not shape or shape[0] * (shape[-1] if len(shape) > 1 else 1) <= 4096):
         out = np.empty(shape, dtype=x.dtype if hasattr(x, "dtype") else np.result_type(x))
         out[...] = x
         return out
@@ -215,7 +211,9 @@ def concat(values, axis: int) -> Tensor:
     """
     values = _values_list(values, "concat")
     shapes = [_shape_of(v) for v in values]
-    a = _axis(axis, len(shapes[0]), "concat") if shapes[0] else int(axis)
+    if not shapes[0]:
+        raise ValueError(f"concat: cannot concatenate scalars (shapes {shapes}); use stack")
+    a = _axis(axis, len(shapes[0]), "concat")
     try:
         return apply(_CONCAT, *values, axis=a)
     except ValueError:
@@ -269,7 +267,7 @@ def unstack(x, num: int | None = None, axis: int = 0) -> list:
     if not shape:
         raise ValueError("unstack: cannot unstack a scalar (rank 0) tensor")
     a = _axis(axis, len(shape), "unstack")
-    if num is not None and int(num) != shape[a]:
+    if num is not None and int_arg(num, "unstack", "num") != shape[a]:
         raise ValueError(
             f"unstack: num={num} does not match the length {shape[a]} of axis {axis} "
             f"(tensor shape {shape})"
@@ -311,7 +309,7 @@ def split(value, num_or_size_splits, axis: int = 0) -> list:
     n = shape[a]
     if isinstance(num_or_size_splits, (int, np.integer)) or (
             isinstance(num_or_size_splits, Tensor) and num_or_size_splits.ndim == 0):
-        k = int(num_or_size_splits)
+        k = int_arg(num_or_size_splits, "split", "num_or_size_splits")
         if k <= 0 or n % k:
             raise ValueError(
                 f"split: cannot split axis {axis} of length {n} (shape {shape}) into {k} "
@@ -444,9 +442,28 @@ def pad(x, paddings, mode: str = "CONSTANT", constant_values=0) -> Tensor:
                 )
     if isinstance(constant_values, Tensor):
         constant_values = np.asarray(constant_values._v)
+    if np.ndim(constant_values) != 0:
+        raise ValueError(f"pad: constant_values must be a scalar, received {constant_values!r}")
     cv = constant_values.item() if isinstance(constant_values, (np.ndarray, np.generic)) \
         else constant_values
+    dt = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    if m == "CONSTANT" and dt.kind in "biu":
+        _exact_fill(cv, dt)
     return apply(_PAD, x, paddings=pads, mode=m, constant_values=cv)
+
+
+def _exact_fill(value, dtype: np.dtype) -> None:
+    # As TF converts constant_values to the tensor's dtype: 2.5 for an int tensor, -1 for
+    # a uint8 or bool one are refused, never truncated or wrapped around.
+    v = np.asarray(value)
+    if v.dtype.kind not in "biuf" or (v.dtype.kind == "f" and not (
+            np.isfinite(v) and float(v).is_integer())):
+        raise TypeError(f"pad: constant_values {value!r} is not an integer, but the tensor "
+                        f"has dtype {dtype.name}")
+    lo, hi = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if not lo <= int(v) <= hi:
+        raise ValueError(f"pad: constant_values {value!r} does not fit in the tensor's dtype "
+                         f"{dtype.name} ({lo}..{hi})")
 
 
 # ---- indexing pairs: forward = x[key], adjoint = scatter-add into zeros --------------
@@ -559,7 +576,8 @@ def gather(params, indices, axis: int = 0, batch_dims: int = 0) -> Tensor:
         IndexError: an index is out of range (checked on every call, like TF on CPU).
     """
     pshape, ishape = _shape_of(params), _shape_of(indices)
-    b = int(batch_dims) + (len(ishape) if int(batch_dims) < 0 else 0)
+    b = int_arg(batch_dims, "gather", "batch_dims")
+    b += len(ishape) if b < 0 else 0
     a = _axis(axis, len(pshape), "gather")
     if not 0 <= b <= min(a, len(ishape)) or pshape[:b] != ishape[:b]:
         raise ValueError(
@@ -581,7 +599,7 @@ def gather_nd(params, indices, batch_dims: int = 0) -> Tensor:
         IndexError: an index is out of range.
     """
     pshape, ishape = _shape_of(params), _shape_of(indices)
-    b = int(batch_dims)
+    b = int_arg(batch_dims, "gather_nd", "batch_dims")
     if (not ishape or not 1 <= ishape[-1] <= len(pshape) - b or b < 0 or b >= len(ishape)
             or pshape[:b] != ishape[:b]):
         raise ValueError(
@@ -744,9 +762,17 @@ def slice(input_, begin, size) -> Tensor:  # noqa: A001 - TF's name, shadows the
 
 
 def reverse(x, axis) -> Tensor:
-    """Reverse ``x`` along the given axis or axes."""
+    """Reverse ``x`` along the given axis or axes.
+
+    Raises:
+        TypeError: an axis is not an integer.
+        ValueError: an axis is out of range or given twice (as in TF).
+    """
     shape = _shape_of(x)
     axes = axis if isinstance(axis, (list, tuple)) else _int_list(axis, "axis", "reverse")
-    flip = {_axis(a, len(shape), "reverse") for a in axes}
+    flip = [_axis(a, len(shape), "reverse") for a in axes]
+    if len(set(flip)) != len(flip):
+        raise ValueError(f"reverse: axis {list(axes)} names an axis more than once "
+                         f"(tensor of rank {len(shape)})")
     spec = tuple(("s", None, None, -1 if i in flip else None) for i in range(len(shape)))
     return apply(_GETITEM, x, key=spec)

@@ -764,6 +764,14 @@ def _rank4(op: str, what: str, shape: tuple, layout: str) -> None:
         raise ValueError(f"{op}: {what} must be rank 4 ({layout}); received shape {shape}")
 
 
+def _kernel4(op: str, what: str, shape: tuple, layout: str) -> None:
+    # TF: "filter must not have zero elements (i.e. all dimensions must be non-zero)".
+    _rank4(op, what, shape, layout)
+    if 0 in shape:
+        raise ValueError(f"{op}: {what} must not have zero elements ({layout}); received "
+                         f"shape {shape}")
+
+
 def _data_format(op: str, data_format) -> None:
     if data_format not in (None, "NHWC"):
         raise ValueError(
@@ -812,6 +820,9 @@ def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
 
 def _geometry(op, x_shape, k_hw, strides, padding, dilations, data_format):
     _data_format(op, data_format)
+    if min(k_hw) < 1:
+        raise ValueError(f"{op}: the kernel's height and width must be >= 1; received "
+                         f"{tuple(k_hw)}")
     strides = _hw(op, "strides", strides)
     dilations = _hw(op, "dilations", dilations, 1)
     pads, out_hw = _padding(op, padding, x_shape[1:3], k_hw, strides, dilations)
@@ -833,7 +844,7 @@ def _shape4(op: str, what: str, value) -> tuple:
 def _conv_operands(op: str, xv: np.ndarray, wv: np.ndarray) -> None:
     """Check an NHWC input and an HWIO kernel of matching input channels."""
     _rank4(op, "input", xv.shape, "NHWC")
-    _rank4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
+    _kernel4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
     if xv.shape[3] != wv.shape[2]:
         raise ValueError(
             f"{op}: input has {xv.shape[3]} channels (shape {xv.shape}) but filters expect "
@@ -934,7 +945,7 @@ def conv2d_backprop_input(input_sizes: Sequence[int], filters, out_backprop,
     op = "conv2d_backprop_input"
     shape = _shape4(op, "input_sizes", input_sizes)
     wv, gv = _value(filters), _value(out_backprop)
-    _rank4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
+    _kernel4(op, "filters", wv.shape, "KH, KW, C_in, C_out")
     _rank4(op, "out_backprop", gv.shape, "NHWC")
     if shape[3] != wv.shape[2]:
         raise ValueError(f"{op}: input_sizes {shape} has {shape[3]} channels but filters "
@@ -993,7 +1004,7 @@ def conv2d_transpose(input, filters, output_shape: Sequence[int], strides: IntOr
     shape = _shape4(op, "output_shape", output_shape)
     xv, wv = _value(input), _value(filters)
     _rank4(op, "input", xv.shape, "NHWC")
-    _rank4(op, "filters", wv.shape, "KH, KW, C_out, C_in")
+    _kernel4(op, "filters", wv.shape, "KH, KW, C_out, C_in")
     if xv.shape[3] != wv.shape[3]:
         raise ValueError(
             f"{op}: input has {xv.shape[3]} channels (shape {xv.shape}) but filters expect "
@@ -1033,7 +1044,7 @@ def depthwise_conv2d(input, filter, strides: IntOrInts, padding: Padding,
     op = "depthwise_conv2d"
     xv, wv = _value(input), _value(filter)
     _rank4(op, "input", xv.shape, "NHWC")
-    _rank4(op, "filter", wv.shape, "KH, KW, C, channel_multiplier")
+    _kernel4(op, "filter", wv.shape, "KH, KW, C, channel_multiplier")
     if xv.shape[3] != wv.shape[2]:
         raise ValueError(
             f"{op}: input has {xv.shape[3]} channels (shape {xv.shape}) but filter expects "
@@ -1052,7 +1063,7 @@ def depthwise_conv2d_backprop_input(input_sizes: Sequence[int], filter, out_back
     op = "depthwise_conv2d_backprop_input"
     shape = _shape4(op, "input_sizes", input_sizes)
     wv, gv = _value(filter), _value(out_backprop)
-    _rank4(op, "filter", wv.shape, "KH, KW, C, channel_multiplier")
+    _kernel4(op, "filter", wv.shape, "KH, KW, C, channel_multiplier")
     if shape[3] != wv.shape[2]:
         raise ValueError(f"{op}: input_sizes {shape} has {shape[3]} channels but filter "
                          f"(shape {wv.shape}) expects {wv.shape[2]}")

@@ -6,6 +6,7 @@ here: code in this module must not use the builtin ``range`` (use ``builtins.ran
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -27,7 +28,8 @@ def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
 
     Raises:
         ``error``: naming ``op`` and the argument, if an entry is not an integer.
-        ValueError: naming ``op`` and the shape, if a dimension is negative.
+        ValueError: naming ``op`` and the shape, if a dimension is negative or the shape
+            has more elements than any array can hold.
     """
     if isinstance(shape, Tensor):
         shape = np.asarray(shape._v).tolist()
@@ -44,21 +46,89 @@ def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
         raise error(f"{op}: shape must be a sequence of ints, received {shape!r}")
     if any(d < 0 for d in dims):
         raise ValueError(f"{op}: shape {dims} has a negative dimension")
+    if math.prod(dims) > _MAX_ELEMENTS:  # NumPy's bare "array is too big", named
+        raise ValueError(f"{op}: shape {dims} has {math.prod(dims):.3g} elements, more than "
+                         f"any tensor can hold")
     return dims
+
+
+_MAX_ELEMENTS = sys.maxsize // 32  # bytes fit in an index even for 32-byte elements
+
+
+def int_arg(value, op: str, what: str = "axis") -> int:
+    """A user's integer argument (an int, NumPy integer or integer 0-d Tensor) as an int.
+
+    Floats, bools and strings are refused: ``axis=1.5`` must not mean axis 1.
+
+    Raises:
+        TypeError: naming ``op``, the argument and the value received.
+    """
+    if isinstance(value, Tensor):
+        value = value._v
+    if not isinstance(value, (bool, np.bool_)):
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+            return int(value)
+    raise TypeError(f"{op}: {what} must be an integer, received {value!r}")
+
+
+def axis_arg(axis, ndim: int, op: str, extra: int = 0, what: str = "axis") -> int:
+    """One axis of a rank-``ndim`` tensor, in ``[-(ndim+extra), ndim+extra)``, made
+    non-negative (``extra=1`` for ops that insert an axis: ``expand_dims``, ``stack``).
+
+    Raises:
+        TypeError: the axis is not an integer.
+        ValueError: the axis is out of range (names ``op``, the axis and the rank).
+    """
+    a = int_arg(axis, op, what)
+    n = ndim + extra
+    if not -n <= a < n:
+        raise ValueError(
+            f"{op}: {what} {a} is out of range for a tensor of rank {ndim} "
+            + (f"(valid axes are {-n}..{n - 1})" if n else "(a scalar has no axes)"))
+    return a % n
 
 
 def _dtype(dtype) -> np.dtype:
     return FLOATX if dtype is None else as_dtype(dtype)
 
 
+def allocate(op: str, make, shape: tuple, dtype, *args) -> np.ndarray:
+    """``make(shape, *args, dtype)`` (``np.zeros``, ``np.full``, ...), with NumPy's bare
+    out-of-memory error re-raised naming ``op``, the shape, dtype and size. (Shapes too
+    large to address at all are refused by ``shape_arg`` before.)
+
+    Raises:
+        MemoryError: the allocation failed.
+    """
+    try:
+        return make(shape, *args, dtype)
+    except MemoryError:
+        raise size_error(op, shape, dtype, MemoryError) from None
+
+
+def size_error(op: str, shape: tuple, dtype, kind: type[Exception]) -> Exception:
+    """The error for a tensor of ``shape`` and ``dtype`` that cannot be allocated."""
+    dt = np.dtype(dtype)
+    n = math.prod(shape) * dt.itemsize
+    return kind(f"{op}: cannot allocate a tensor of shape {tuple(shape)} and dtype "
+                f"{dt.name} ({n:.3g} bytes)")
+
+
 def zeros(shape, dtype=FLOATX) -> Tensor:
-    """A tensor of zeros of ``shape`` (float32 by default)."""
-    return wrap(np.zeros(shape_arg(shape, "zeros"), _dtype(dtype)))
+    """A tensor of zeros of ``shape`` (float32 by default).
+
+    Raises:
+        ValueError: a negative or non-integer dimension, or a size too large to address.
+        MemoryError: the tensor does not fit in memory (names the shape and bytes).
+    """
+    return wrap(allocate("zeros", np.zeros, shape_arg(shape, "zeros"), _dtype(dtype)))
 
 
 def ones(shape, dtype=FLOATX) -> Tensor:
-    """A tensor of ones of ``shape`` (float32 by default)."""
-    return wrap(np.ones(shape_arg(shape, "ones"), _dtype(dtype)))
+    """A tensor of ones of ``shape`` (float32 by default); errors as for ``zeros``."""
+    return wrap(allocate("ones", np.ones, shape_arg(shape, "ones"), _dtype(dtype)))
 
 
 def zeros_like(x, dtype=None) -> Tensor:
@@ -84,7 +154,7 @@ def fill(dims, value) -> Tensor:
     v = to_array(value)
     if v.ndim != 0:
         raise ValueError(f"fill: value must be a scalar, received shape {v.shape}")
-    return wrap(np.full(shape_arg(dims, "fill"), v, v.dtype))
+    return wrap(allocate("fill", np.full, shape_arg(dims, "fill"), v.dtype, v))
 
 
 def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
@@ -100,14 +170,14 @@ def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
     Returns:
         A tensor of shape ``batch_shape + (num_rows, num_columns)``.
     """
-    rows = int(num_rows)
-    cols = rows if num_columns is None else int(num_columns)
+    rows = int_arg(num_rows, "eye", "num_rows")
+    cols = rows if num_columns is None else int_arg(num_columns, "eye", "num_columns")
     if rows < 0 or cols < 0:
         raise ValueError(f"eye: sizes must be non-negative, received {rows} x {cols}")
-    m = np.eye(rows, cols, dtype=_dtype(dtype))
-    if batch_shape is not None:
-        batch = shape_arg(batch_shape, "eye")
-        m = np.broadcast_to(m, batch + m.shape).copy()
+    batch = () if batch_shape is None else shape_arg(batch_shape, "eye")
+    m = allocate("eye", np.zeros, batch + (rows, cols), _dtype(dtype))
+    diag = np.arange(min(rows, cols))
+    m[..., diag, diag] = 1
     return wrap(m)
 
 
@@ -141,12 +211,18 @@ def range(start, limit=None, delta=1, dtype=None) -> Tensor:
     s, lim, d = (a.item() for a in args)
     if d == 0:
         raise ValueError("range: delta must not be 0")
+    # Count in exact Python arithmetic (ints) or float64.
+    n = max(0, -((s - lim) // d) if all(isinstance(v, int) for v in (s, lim, d))
+            else math.ceil((lim - s) / d))
+    if n > _MAX_ELEMENTS:
+        raise size_error("range", (n,), out_dtype, ValueError)
     if out_dtype.kind in "iu" and all(isinstance(v, int) for v in (s, lim, d)):
-        return wrap(np.arange(s, lim, d, dtype=out_dtype))
-    # Count in exact Python arithmetic, then compute start + i * delta in float64 and
-    # round once (np.arange with a float32 dtype accumulates its own rounding).
-    n = max(0, math.ceil((lim - s) / d))
-    return wrap((s + np.arange(n, dtype=np.float64) * d).astype(out_dtype))
+        return wrap(allocate("range", lambda _, dt: np.arange(s, lim, d, dtype=dt), (n,),
+                             out_dtype))
+    # Then compute start + i * delta in float64 and round once (np.arange with a float32
+    # dtype accumulates its own rounding).
+    steps = allocate("range", lambda shape, dt: np.arange(shape[0], dtype=dt), (n,), np.float64)
+    return wrap((s + steps * d).astype(out_dtype))
 
 
 def linspace(start, stop, num: int, axis: int = 0) -> Tensor:
@@ -159,9 +235,10 @@ def linspace(start, stop, num: int, axis: int = 0) -> Tensor:
         ValueError: ``num`` is negative.
     """
     a, b = to_array(start), to_array(stop)
-    num = int(num)
+    num = int_arg(num, "linspace", "num")
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, received {num}")
+    axis = axis_arg(axis, np.broadcast(a, b).ndim, "linspace", extra=1)
     dt = np.result_type(a, b)
     dt = dt if dt.kind == "f" else FLOATX
     out = np.linspace(a.astype(np.float64), b.astype(np.float64), num, axis=axis)
@@ -184,12 +261,22 @@ def one_hot(indices, depth: int, on_value=None, off_value=None, axis=None,
             else float32.
 
     Raises:
-        TypeError: ``indices`` is not an integer tensor.
+        TypeError: ``indices`` is not an integer tensor, or ``depth``/``axis`` is not an
+            integer.
+        ValueError: ``depth`` is negative, or ``axis`` is not in ``[-1, rank(indices)]``.
     """
     idx = to_array(indices)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"one_hot: indices must be integers, received dtype {idx.dtype}")
-    depth = int(depth)
+    depth = int_arg(depth, "one_hot", "depth")
+    if depth < 0:
+        raise ValueError(f"one_hot: depth must be non-negative, received {depth}")
+    if axis is not None:
+        # TF: -1 (the default, last) or a position in [0, rank(indices)].
+        axis = int_arg(axis, "one_hot")
+        if not -1 <= axis <= idx.ndim:
+            raise ValueError(f"one_hot: axis must be -1 or in [0, {idx.ndim}] for indices of "
+                             f"rank {idx.ndim}, received {axis}")
     if dtype is not None:
         dt = as_dtype(dtype)
     elif on_value is not None or off_value is not None:
@@ -197,16 +284,16 @@ def one_hot(indices, depth: int, on_value=None, off_value=None, axis=None,
         dt = np.result_type(*given)
     else:
         dt = FLOATX
-    hits = idx[..., None] == np.arange(depth)
-    if on_value is None and off_value is None:
-        out = hits.astype(dt)
-    else:
-        on = to_array(1 if on_value is None else on_value)
-        off = to_array(0 if off_value is None else off_value)
-        out = np.where(hits, on, off).astype(dt)
+    try:
+        hits = idx[..., None] == np.arange(depth)
+        if on_value is None and off_value is None:
+            out = hits.astype(dt)
+        else:
+            on = to_array(1 if on_value is None else on_value)
+            off = to_array(0 if off_value is None else off_value)
+            out = np.where(hits, on, off).astype(dt)
+    except MemoryError:
+        raise size_error("one_hot", idx.shape + (depth,), dt, MemoryError) from None
     if axis is not None and axis != -1:
-        if not -out.ndim <= axis < out.ndim:
-            raise ValueError(f"one_hot: axis {axis} is out of range for a result of rank "
-                             f"{out.ndim}")
         out = np.moveaxis(out, -1, axis)
     return wrap(out)

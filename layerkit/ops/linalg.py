@@ -19,6 +19,7 @@ from layerkit.ops import broadcast as _bc
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import nn as _nn
 from layerkit.ops import reduce as _reduce
+from layerkit.ops.creation import axis_arg, int_arg
 
 __all__ = ["matmul", "tensordot", "einsum", "norm"]
 
@@ -242,14 +243,7 @@ def _norm_axes_list(axes, n: int, which: str) -> tuple:
         axes = np.asarray(axes._v).tolist()
     if isinstance(axes, (int, np.integer)):
         axes = [axes]
-    out = []
-    for ax in axes:
-        ax = int(ax)
-        if not -n <= ax < n:
-            raise ValueError(
-                f"tensordot: axis {ax} of {which} is out of range for rank {n}"
-            )
-        out.append(ax % n)
+    out = [axis_arg(ax, n, "tensordot", what=f"axis of {which}") for ax in axes]
     if len(set(out)) != len(out):
         raise ValueError(f"tensordot: repeated axis in {axes} for {which}")
     return tuple(out)
@@ -269,8 +263,8 @@ def tensordot(a, b, axes) -> Tensor:
     sa, sb = _shape_of(a), _shape_of(b)
     if isinstance(axes, Tensor):
         axes = np.asarray(axes._v).tolist()
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
+    if not isinstance(axes, (list, tuple, np.ndarray)):
+        n = int_arg(axes, "tensordot", "axes")
         if not 0 <= n <= min(len(sa), len(sb)):
             raise ValueError(
                 f"tensordot: axes={n} must be in [0, {min(len(sa), len(sb))}] for shapes "
@@ -462,27 +456,36 @@ def norm(tensor, ord="euclidean", axis=None, keepdims: bool = False) -> Tensor:
     spectral norm (``ord=2`` with a pair of axes) goes through an SVD whose gradients (of
     any order) need distinct singular values.
 
+    A norm is float-only math: integer and bool tensors raise (TF raises for all but
+    ``ord=1``/``np.inf``, whose integer sums would wrap around quietly).
+
     Raises:
+        TypeError: an integer or bool tensor (cast it first), or a non-integer axis.
         ValueError: an unsupported ``ord`` for the given ``axis``, or a bad ``axis``.
     """
     x = convert_to_tensor(tensor)
     n = x.ndim
+    if isinstance(axis, Tensor):
+        axis = np.asarray(axis._v).tolist()
     if axis is None:
         axes = None
     elif isinstance(axis, (list, tuple)):
-        axes = tuple(int(a) for a in axis)
+        axes = tuple(axis_arg(a, n, "norm") for a in axis)
     else:
-        axes = (int(axis),)
+        axes = (axis_arg(axis, n, "norm"),)
     matrix = axes is not None and len(axes) == 2
     if axes is not None:
         if len(axes) not in (1, 2):
             raise ValueError(
                 f"norm: axis must be None, an int or a pair of ints, received {axis!r}")
-        axes = tuple(_reduce._norm_axis(a, n, "norm")[0] for a in axes)
         if matrix and axes[0] == axes[1]:
             raise ValueError(f"norm: the two matrix axes must differ, received {axis!r}")
+    if x.dtype.kind not in "fc":
+        raise _ew.float_only_error("norm", x.dtype)
     if isinstance(ord, str) and ord in _EUCLID or (not isinstance(ord, str) and not matrix
                                                    and float(ord) == 2):
+        if x.dtype.kind == "c":
+            x = _ew.abs(x)
         return _ew.sqrt(_reduce.reduce_sum(_ew.square(x), axes, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"norm: unsupported ord {ord!r}; use 'euclidean', 'fro', 1, 2 or np.inf")

@@ -53,6 +53,7 @@ from layerkit.ops import creation as _creation
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import random as _random
 from layerkit.ops import reduce as _reduce
+from layerkit.ops.creation import axis_arg
 
 # Public names are exported through ``layerkit.nn`` (not the top-level namespace).
 __all__: list[str] = []
@@ -77,10 +78,7 @@ def _floating(x, op: str) -> Tensor:
 
 
 def _axis_arg(axis, ndim: int, op: str) -> int:
-    a = int(axis)
-    if not -ndim <= a < ndim:
-        raise ValueError(f"lk.nn.{op}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return a % ndim
+    return axis_arg(axis, ndim, f"lk.nn.{op}")
 
 
 # =====================================================================================
@@ -454,19 +452,36 @@ _GELU = Op("gelu", _gelu_fwd,
                apply(_GELU_GRAD, ins[0], y, g, approximate=approximate),))
 
 
-def gelu(features, approximate: bool = False) -> Tensor:
+def _gelu_approximate(approximate) -> bool:
+    # TF/Keras pass a bool; PyTorch users write approximate='none' / 'tanh'.
+    if isinstance(approximate, (bool, np.bool_)):
+        return bool(approximate)
+    if isinstance(approximate, str) and approximate in ("none", "tanh"):
+        return approximate == "tanh"
+    raise ValueError(
+        f"lk.nn.gelu: approximate must be True/False, 'none' (exact) or 'tanh'; received "
+        f"{approximate!r}")
+
+
+def gelu(features, approximate: bool | str = False) -> Tensor:
     """Gaussian error linear unit ``x * Phi(x)`` (Phi: the standard normal CDF).
 
     Args:
         features: a float tensor.
         approximate: use the tanh form ``x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+            ``'none'`` (exact) and ``'tanh'`` are accepted as PyTorch spells them.
+
+    Raises:
+        TypeError: ``features`` is not a float tensor.
+        ValueError: ``approximate`` is not a bool, ``'none'`` or ``'tanh'``.
 
     Example:
         >>> import layerkit as lk
         >>> lk.nn.gelu([-1.0, 0.0, 1.0]).numpy().round(6)
         array([-0.158655,  0.      ,  0.841345], dtype=float32)
     """
-    return apply(_GELU, _floating(features, "gelu"), approximate=bool(approximate))
+    return apply(_GELU, _floating(features, "gelu"),
+                 approximate=_gelu_approximate(approximate))
 
 
 # =====================================================================================
@@ -475,6 +490,8 @@ def gelu(features, approximate: bool = False) -> Tensor:
 
 
 def _softmax_fwd(x, axis):
+    if not x.size:  # an empty axis (TF: an empty result; max has no identity)
+        return np.empty_like(x)
     e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
     np.exp(e, out=e)
     e /= np.add.reduce(e, axis=axis, keepdims=True)
@@ -488,6 +505,8 @@ def _softmax_vjp(g, ins, y, needs, axis):
 
 
 def _log_softmax_fwd(x, axis):
+    if not x.size:
+        return np.empty_like(x)
     s = x - np.maximum.reduce(x, axis=axis, keepdims=True)
     s -= np.log(np.add.reduce(np.exp(s), axis=axis, keepdims=True))
     return s
@@ -563,6 +582,10 @@ def softmax_cross_entropy_with_logits(labels, logits, axis: int = -1) -> Tensor:
 
 def _check_labels(labels, num_classes: int) -> None:
     # In the forward, not in the front door: a traced graph runs it on every call.
+    if labels.size and not num_classes:
+        raise ValueError(
+            f"lk.nn.sparse_softmax_cross_entropy_with_logits: logits have 0 classes (last "
+            f"axis of length 0) but there are {labels.size} labels; need at least one class")
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         bad = (labels < 0) | (labels >= num_classes)
         first = np.asarray(labels)[bad].flat[0]
@@ -582,6 +605,8 @@ def _picked(labels):
 
 def _sparse_ce_fwd(labels, logits):
     _check_labels(labels, logits.shape[-1])
+    if not logits.size:  # an empty batch (no classes with no labels is refused above)
+        return np.zeros(labels.shape, logits.dtype)
     s = logits - np.maximum.reduce(logits, axis=-1, keepdims=True)
     lse = np.log(np.add.reduce(np.exp(s), axis=-1))
     return lse - s[_picked(labels)]
@@ -731,6 +756,7 @@ def moments(x, axes, keepdims: bool = False) -> tuple:
         ``(mean, variance)``.
     """
     t = _floating(x, "moments")
+    axes = _reduce._norm_axis(axes, t.ndim, "lk.nn.moments")
     mean = _reduce.reduce_mean(t, axes, keepdims=True)
     var = _reduce.reduce_mean(_ew.square(_ew.subtract(t, mean)), axes, keepdims=keepdims)
     if not keepdims:
@@ -758,7 +784,13 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon: floa
 
 
 def l2_normalize(x, axis=None, epsilon: float = 1e-12) -> Tensor:
-    """``x / sqrt(max(sum(x^2, axis), epsilon))``."""
+    """``x / sqrt(max(sum(x^2, axis), epsilon))``.
+
+    Raises:
+        TypeError: ``x`` is not a float tensor, or an axis is not an integer.
+        ValueError: an axis is out of range.
+    """
     t = _floating(x, "l2_normalize")
+    axis = _reduce._norm_axis(axis, t.ndim, "lk.nn.l2_normalize")
     sq = _reduce.reduce_sum(_ew.square(t), axis, keepdims=True)
     return _ew.multiply(t, _ew.rsqrt(_ew.maximum(sq, float(epsilon))))

@@ -1,8 +1,14 @@
 """Reduction records: reduce_sum/mean/max/min/prod/logsumexp, cumsum/cumprod, argmax/argmin.
 
 Every reduction takes ``axis=None|int|tuple|list`` (negative axes allowed, ``None`` means
-all axes, ``()`` means none) and ``keepdims``. The axis is normalised once, in the public
-function, to a sorted tuple of non-negative ints: that tuple is the record's attribute.
+all axes, ``()`` means none, a repeated axis counts once as in TF; non-integers are a
+TypeError) and ``keepdims``. The axis is normalised once, in the public function, to a
+sorted tuple of non-negative ints: that tuple is the record's attribute.
+
+dtypes: integer sums, products and cumulative sums stay in the input dtype and wrap
+around as in TensorFlow; integer means truncate toward zero and are exact (summed in 64
+bits, or Python ints when that could wrap); float16 means sum in float32. The float-only
+reductions (logsumexp, variance, std) refuse integer and bool input with a TypeError.
 
 Gradient conventions (TensorFlow's):
 - ``reduce_max``/``reduce_min`` split the upstream gradient equally among tied extrema.
@@ -19,11 +25,12 @@ from math import prod as _prod
 
 import numpy as np
 
-from layerkit._core.convert import FLOATX, convert_to_tensor
+from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.ops import array as _array
 from layerkit.ops import elementwise as _ew
+from layerkit.ops.creation import axis_arg, int_arg
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
            "reduce_logsumexp", "reduce_variance", "reduce_std", "reduce_all", "reduce_any",
@@ -42,33 +49,35 @@ def _shape(x) -> tuple:
 def _norm_axis(axis, ndim: int, op: str = "reduce"):
     """Normalise ``axis`` to None or a sorted tuple of distinct non-negative ints.
 
+    A repeated axis is reduced once, as in TensorFlow (NumPy refuses it).
+
     Raises:
-        ValueError: naming ``op``, the axis and the rank when an axis is out of range
-            or repeated.
+        TypeError: an axis is not an integer (``axis=1.5`` never means axis 1).
+        ValueError: naming ``op``, the axis and the rank when an axis is out of range.
     """
     if axis is None:
         return None
+    if type(axis) is int:
+        return _norm_axes_cached((axis,), ndim, op)
     if isinstance(axis, Tensor):
-        axis = np.asarray(axis._v).tolist()
+        axis = axis._v
+    if isinstance(axis, np.ndarray) and axis.ndim:
+        axis = axis.tolist()
     if isinstance(axis, (list, tuple)):
-        return _norm_axes_cached(tuple(int(a) for a in axis), ndim, op)
-    return _norm_axes_cached((int(axis),), ndim, op)
+        # Checked before the cache (1.0 and True hash and compare equal to 1); plain ints
+        # by one set test, ~10x cheaper than int_arg per element.
+        if not _JUST_INT.issuperset(map(type, axis)):
+            axis = [int_arg(a, op) for a in axis]
+        return _norm_axes_cached(tuple(axis), ndim, op)
+    return _norm_axes_cached((int_arg(axis, op),), ndim, op)
+
+
+_JUST_INT = frozenset([int])
 
 
 @lru_cache(maxsize=1024)
 def _norm_axes_cached(axes: tuple, ndim: int, op: str) -> tuple:
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(
-                f"{op}: axis {a} is out of range for a tensor of rank {ndim} "
-                f"(valid axes are {-ndim}..{ndim - 1})" if ndim else
-                f"{op}: axis {a} is out of range for a tensor of rank 0 (a scalar has no axes)"
-            )
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op}: repeated axis in {axes} for a tensor of rank {ndim}")
-    return tuple(sorted(out))
+    return tuple(sorted({axis_arg(a, ndim, op) for a in axes}))
 
 
 def _kept_shape(shape: tuple, axis) -> tuple:
@@ -143,11 +152,13 @@ def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
 
     Args:
         x: a tensor-like value.
-        axis: None, an int or a tuple/list of ints (negative counts from the end).
+        axis: None, an int or a tuple/list of ints (negative counts from the end; a
+            repeated axis is reduced once, as in TensorFlow).
         keepdims: keep reduced axes with length 1.
 
     Raises:
-        ValueError: an axis is out of range or repeated (names the axis and rank).
+        TypeError: an axis is not an integer (``axis=1.5``).
+        ValueError: an axis is out of range (names the axis and rank).
     """
     if axis is None:  # the loss case: skip the axis normalisation
         return apply(_SUM, x, axis=None, keepdims=keepdims is True or bool(keepdims))
@@ -157,16 +168,28 @@ def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
 def _mean_fwd(x, axis, keepdims):
     k = x.dtype.kind
     if k in "fc":
-        # add.reduce + one multiply: np.mean's Python dispatch costs ~4 us per call.
         n = _count(x.shape, axis)
-        s = np.add.reduce(x, axis=axis, keepdims=keepdims)
-        return s * (x.dtype.type(1) / x.dtype.type(n)) if n else s * x.dtype.type(np.nan)
+        # add.reduce + one divide (rounded once, as NumPy and TF): np.mean's Python
+        # dispatch costs ~4 us per call. An empty slice gives nan, without a warning.
+        dt = x.dtype.type
+        if x.dtype.itemsize < 4 and k == "f":  # float16 sums overflow: add in float32
+            dt = np.float32
+            s = np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=dt)
+        else:
+            s = np.add.reduce(x, axis=axis, keepdims=keepdims)
+        s = s / dt(n) if n else s * dt(np.nan)
+        return s.astype(x.dtype, copy=False) if dt is np.float32 else s
     if k == "b":
-        return np.mean(x, axis=axis, keepdims=keepdims, dtype=FLOATX)
-    # Integer mean truncates toward zero in the input dtype, like TensorFlow.
-    s = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-    n = max(_count(x.shape, axis), 1)
-    return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
+        return np.mean(x, axis=axis, keepdims=keepdims, dtype=np.float32)
+    # Integer mean truncates toward zero in the input dtype, like TensorFlow, but exactly:
+    # the sum is taken in 64 bits (an int8 mean of [100, 100] is 100, not a wrapped -28),
+    # and in Python ints when a 64-bit sum might wrap around (the mean always fits).
+    s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64 if k == "i" else np.uint64)
+    if x.dtype.itemsize == 8 and np.abs(np.sum(x, axis=axis, keepdims=keepdims,
+                                               dtype=np.float64)).max(initial=0) >= 2.0 ** 62:
+        s = np.asarray(np.sum(x.astype(object), axis=axis, keepdims=keepdims), dtype=object)
+    q = np.asarray(np.abs(s) // max(_count(x.shape, axis), 1), dtype=s.dtype)
+    return np.asarray(np.where(s < 0, -q, q)).astype(x.dtype)
 
 
 def _mean_vjp(g, ins, y, needs, axis, keepdims):
@@ -182,7 +205,15 @@ _MEAN = Op("reduce_mean", _mean_fwd, _mean_vjp)
 
 
 def reduce_mean(x, axis=None, keepdims: bool = False) -> Tensor:
-    """Mean of elements across ``axis``; integer inputs give a truncated integer mean (TF)."""
+    """Mean of elements across ``axis``; integer inputs give a truncated integer mean (TF).
+
+    float16 is summed in float32 (no overflow for a representable mean); integers are
+    summed in 64 bits; bool gives a float32 fraction. An empty float slice gives nan.
+
+    Raises:
+        TypeError: an axis is not an integer.
+        ValueError: an axis is out of range (names the axis and rank).
+    """
     return apply(_MEAN, x, axis=_norm_axis(axis, _ndim(x), "reduce_mean"),
                  keepdims=bool(keepdims))
 
@@ -272,8 +303,9 @@ def reduce_prod(x, axis=None, keepdims: bool = False) -> Tensor:
 
 # ---- logsumexp ----------------------------------------------------------------------
 def _lse_fwd(x, axis, keepdims):
-    if x.dtype.kind not in "fc":
-        x = x.astype(FLOATX)
+    dt = x.dtype
+    if dt.itemsize < 4:  # float16: exp and sum in float32
+        x = x.astype(np.float32)
     m = np.max(x, axis=axis, keepdims=True)
     # A slice of all -inf (or containing +inf) must not produce inf - inf = nan.
     m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
@@ -281,7 +313,7 @@ def _lse_fwd(x, axis, keepdims):
         s = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     if not keepdims:
         s = np.squeeze(s, axis=axis) if axis is not None else s.reshape(())
-    return s
+    return s.astype(dt, copy=False)
 
 
 def _lse_vjp(g, ins, y, needs, axis, keepdims):
@@ -297,39 +329,57 @@ _LSE = Op("reduce_logsumexp", _lse_fwd, _lse_vjp)
 def reduce_logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` across ``axis``, computed stably (shifted by the maximum).
 
-    Integer inputs are computed in float32. Raises ValueError for an empty reduced axis.
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (float-only math, as in TF), or an
+            axis is not an integer.
+        ValueError: an axis is out of range, or a reduced axis is empty.
     """
-    shape = _shape(x)
+    x = _floating(x, "reduce_logsumexp", "f")
+    shape = x.shape
     axis = _norm_axis(axis, len(shape), "reduce_logsumexp")
     _check_nonempty("reduce_logsumexp", shape, axis)
     return apply(_LSE, x, axis=axis, keepdims=bool(keepdims))
 
 
 # ---- variance / std (composites: two-pass, numerically sound) ------------------------
-def _float_tensor(x) -> Tensor:
+def _floating(x, op: str, kinds: str = "fc") -> Tensor:
+    """``x`` as a float (or complex) Tensor; float-only reductions refuse other dtypes."""
     x = convert_to_tensor(x)
-    if x.dtype.kind not in "fc":
-        x = _ew.cast(x, FLOATX)
+    if x.dtype.kind not in kinds:
+        raise _ew.float_only_error(op, x.dtype, "c" in kinds)
     return x
+
+
+def _variance(x, axis, keepdims, op: str) -> Tensor:
+    x = _floating(x, op)
+    axis = _norm_axis(axis, x.ndim, op)
+    centered = _ew.subtract(x, reduce_mean(x, axis, keepdims=True))
+    if x.dtype.kind == "c":  # |x - mean|^2, real (TF and NumPy)
+        centered = _ew.abs(centered)
+    return reduce_mean(_ew.square(centered), axis, keepdims=keepdims)
 
 
 def reduce_variance(x, axis=None, keepdims: bool = False) -> Tensor:
     """Population variance across ``axis`` (``mean((x - mean(x))**2)``, two-pass).
 
-    Integer inputs are computed in float32.
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor (as in TF: cast it first), or an
+            axis is not an integer.
+        ValueError: an axis is out of range.
     """
-    x = _float_tensor(x)
-    axis = _norm_axis(axis, x.ndim, "reduce_variance")
-    centered = _ew.subtract(x, reduce_mean(x, axis, keepdims=True))
-    return reduce_mean(_ew.square(centered), axis, keepdims=keepdims)
+    return _variance(x, axis, keepdims, "reduce_variance")
 
 
 def reduce_std(x, axis=None, keepdims: bool = False) -> Tensor:
     """Population standard deviation across ``axis``.
 
     Its gradient is infinite/NaN where the variance is exactly 0 (as in TF).
+
+    Raises:
+        TypeError: ``x`` is an integer or bool tensor, or an axis is not an integer.
+        ValueError: an axis is out of range.
     """
-    return _ew.sqrt(reduce_variance(x, axis, keepdims))
+    return _ew.sqrt(_variance(x, axis, keepdims, "reduce_std"))
 
 
 # ---- logical (no gradient) ----------------------------------------------------------
@@ -355,9 +405,7 @@ _ARGMIN = Op("argmin", lambda x, axis, dtype: np.argmin(x, axis=axis).astype(dty
 def _arg(op: Op, x, axis, output_type) -> Tensor:
     shape = _shape(x)
     # TF: axis=None means axis 0 (not "flatten", as in NumPy).
-    ax = _norm_axis(0 if axis is None else axis, len(shape), op.name)
-    if len(ax) != 1:
-        raise ValueError(f"{op.name}: axis must be a single int, received {axis!r}")
+    ax = (_single_axis(op.name, len(shape), 0 if axis is None else axis),)
     _check_nonempty(op.name, shape, ax)
     dtype = np.dtype(output_type)
     if dtype.kind not in "iu":
@@ -414,11 +462,16 @@ _CUMPROD = Op("cumprod", lambda x, axis, exclusive, reverse:
               _scan(np.cumprod, 1, x, axis, exclusive, reverse), _cumprod_vjp)
 
 
-def _scan_axis(op: str, x, axis) -> int:
-    ax = _norm_axis(axis, _ndim(x), op)
-    if ax is None or len(ax) != 1:
+def _single_axis(op: str, ndim: int, axis) -> int:
+    """The one axis of argmax/argmin/cumsum/cumprod (a list is refused, as in TF)."""
+    if isinstance(axis, (list, tuple)) or np.ndim(axis._v if isinstance(axis, Tensor)
+                                                    else axis) > 0:
         raise ValueError(f"{op}: axis must be a single int, received {axis!r}")
-    return ax[0]
+    return axis_arg(axis, ndim, op)
+
+
+def _scan_axis(op: str, x, axis) -> int:
+    return _single_axis(op, _ndim(x), axis)
 
 
 def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:

@@ -28,7 +28,7 @@ import numpy as np
 from layerkit._core import context, distribution
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable, keep_reads
+from layerkit._core.variable import KEEPERS, Variable, keep_reads
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules as _schedules
 
@@ -103,9 +103,22 @@ def _apply_forward(*grads, step: _Step):
 
 # An optimizer update as a graph node: no outputs (a pure side effect, so never folded,
 # merged or removed), re-run on every call of the traced function.
-_APPLY = Op("optimizer_update", _apply_forward, num_outputs=0, stateful=True)
+_APPLY = Op("optimizer_update", _apply_forward, num_outputs=0, stateful=True,
+            updates=lambda attrs: _updated(attrs["step"]))
 
 
+def _updated(step: _Step) -> list:
+    # What a step writes into in place: the variables and their slots.
+    records = step.optimizer._records
+    return step.variables + [s for v in step.variables for s in records[id(v)][1]]
+
+
+
+
+def _keep_reads(work: list, iterations: Variable) -> None:
+    # The variables, their slots and the step counter are about to change.
+    keep_reads(*[item[0] for item in work], *[s for item in work for s in item[2][1]],
+               iterations)
 
 
 def _forget_reads(variables: list) -> None:
@@ -383,6 +396,9 @@ class Optimizer:
             present.append((g, var))
         self._check_work(present, missing)
         updated = [var for _, var in present]
+        if KEEPERS:  # now, while the tracer sees the snapshots as reads before the update
+            _keep_reads([(var, None, self._records[id(var)]) for var in updated],
+                        self.iterations)
         apply(_APPLY, *[g for g, _ in present], step=_Step(self, updated))
         # The node changes these variables (in place, or ``iterations`` by replacement):
         # reads recorded before it must not stand for reads after it.
@@ -409,9 +425,8 @@ class Optimizer:
 
     def _update_work(self, work: list) -> None:
         """Clip, decay and update: ``work`` holds (variable, gradient array, record)."""
-        if context.RECORDERS:  # a tape's recorded reads keep their values (in-place updates)
-            for item in work:
-                keep_reads(item[0])
+        if KEEPERS:  # tapes' recorded reads keep their values (in-place updates)
+            _keep_reads(work, self.iterations)
         if self.clipnorm or self.global_clipnorm or self.clipvalue:
             work = self._clip(work)
         lr = self._current_lr()

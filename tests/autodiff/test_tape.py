@@ -105,6 +105,27 @@ def test_nested_source_structures():
     assert float(g["rest"][0]) == 3.0 and float(g["rest"][1][0]) == 2.0
 
 
+def test_a_source_that_is_a_target_gets_its_seed():
+    # TensorFlow: d(v)/d(v) is 1 even if no op read v in the block.
+    v0 = lk.Variable(3.0)
+    x = lk.constant([1.0, 2.0])
+    with lk.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        r = v0
+        y = x * 3.0
+    assert float(tape.gradient(r, v0)) == 1.0
+    np.testing.assert_array_equal(tape.gradient(x, x).numpy(), [1.0, 1.0])
+    g = tape.gradient({"a": [r, y], "b": x, "c": r}, {"v": v0, "x": (x,)})
+    assert float(g["v"]) == 2.0                                  # r appears twice
+    np.testing.assert_array_equal(g["x"][0].numpy(), [4.0, 4.0])  # 1 + 3
+    seed = lk.constant([5.0, 7.0])
+    np.testing.assert_array_equal(
+        tape.gradient(x, x, output_gradients=seed).numpy(), [5.0, 7.0])
+    assert float(tape.gradient([r, r * 2.0], [v0])[0]) == 1.0    # r * 2.0: not recorded
+    k = lk.Variable(2, dtype="int64")
+    assert tape.gradient(k, k) is None                           # integers: no gradient
+
+
 def test_integer_sources_get_none():
     i = lk.constant(3)
     with lk.GradientTape() as tape:

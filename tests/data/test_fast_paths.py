@@ -258,7 +258,7 @@ def test_process_map_error_in_a_chunk_arrives_in_position():
 
 
 def test_parallel_map_bounds_the_elements_in_flight():
-    from layerkit.data.map import IN_FLIGHT
+    from layerkit.data.map_parallel import IN_FLIGHT
     produced = []
 
     def cheap(x):

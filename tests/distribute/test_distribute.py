@@ -12,6 +12,7 @@ import pytest
 
 import layerkit as lk
 from layerkit._core import distribution
+from layerkit.data.dataset import _pipeline_names
 from layerkit.data.options import AutoShardPolicy
 from layerkit.distribute import _mpi, launch
 from layerkit.distribute._reduce import LARGE_BYTES, Plan
@@ -66,7 +67,7 @@ def test_data_split_maps_only_this_ranks_elements():
     for r in range(3):
         sharded, global_batch, how = shard_dataset(ds, 3, r)
         assert (global_batch, how) == (6, "data")
-        assert "distribute_split" in repr(sharded)
+        assert "distribute_split" in _pipeline_names(sharded._node)
         got += flat(values(sharded))
     assert sorted(calls) == list(range(30))          # each element mapped by one rank only
     assert sorted(got) == list(range(100, 130))

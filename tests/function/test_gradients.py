@@ -199,3 +199,39 @@ def test_custom_gradient_inside_function():
         tape.watch(x)
         y = f(x)
     assert float(tape.gradient(y, x)) == 1.0
+
+
+def test_scalar_input_signature_keeps_the_gradient_of_a_computed_value():
+    v = lk.Variable(3.0)
+    f = function(lambda x: x * 2.0, input_signature=[lk.TensorSpec([], "float32")])
+    for _ in range(3):              # the tracing call, then the graph node
+        with lk.GradientTape() as tape:
+            y = f(v * v)            # a 0-d value computed from a Variable
+        assert float(tape.gradient(y, v)) == 12.0   # 4 v
+    assert f.trace_count == 1
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["tracing_call", "graph_calls"])
+def test_an_input_feeding_only_unused_outputs_gets_none(warm):
+    def body(a, b, w):
+        return lk.reduce_sum(a * w), lk.reduce_sum(b * b), lk.exp(b)
+
+    f = function(body)
+    a, b = lk.constant([1.0, 2.0]), lk.constant([0.5, -1.0])
+    w = lk.Variable([3.0, 4.0])
+    if warm:
+        f(a, b, w)
+    for fn in (body, f, f):
+        with lk.GradientTape(persistent=True) as tape:
+            tape.watch([a, b])
+            p, q, e = fn(a, b, w)
+        ga, gb, gw = tape.gradient(p, [a, b, w])
+        np.testing.assert_array_equal(ga.numpy(), [3.0, 4.0])
+        np.testing.assert_array_equal(gw.numpy(), [1.0, 2.0])
+        assert gb is None                                     # as in eager mode
+        assert tape.gradient(p, b, unconnected_gradients="zero").numpy().tolist() == [0, 0]
+        ga, gb = tape.gradient([p, q], [a, b])                # both seeds: all connected
+        np.testing.assert_array_equal(gb.numpy(), [1.0, -2.0])
+        ga, gb = tape.gradient(e, [a, b])                     # only the third output
+        assert ga is None
+        np.testing.assert_allclose(gb.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)

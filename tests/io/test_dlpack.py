@@ -26,7 +26,7 @@ def test_numpy_from_tensor_shares_memory(dtype):
     a = np.from_dlpack(t)
     assert a.dtype == dtype and a.shape == (2, 3)
     np.testing.assert_array_equal(a, t.numpy())
-    assert np.shares_memory(a, t.numpy())
+    assert np.shares_memory(a, np.asarray(t))
     assert t.__dlpack_device__() == (1, 0)  # kDLCPU, device 0
 
 
@@ -34,11 +34,11 @@ def test_tensor_from_numpy_shares_memory_and_computes():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = lk.from_dlpack(a)
     assert isinstance(t, lk.Tensor) and t.dtype == np.float32
-    assert np.shares_memory(t.numpy(), a)
+    assert np.shares_memory(np.asarray(t), a)
     a[0, 0] = 10.0  # documented: the tensor views the producer's buffer
     np.testing.assert_array_equal((t * 2.0).numpy(), a * 2.0)
     c = lk.from_dlpack(a, copy=True)
-    assert not np.shares_memory(c.numpy(), a)
+    assert not np.shares_memory(np.asarray(c), a)
     np.testing.assert_array_equal(c.numpy(), a)
 
 
@@ -59,23 +59,23 @@ def test_variable_exports_a_snapshot_like_numpy():
     with pytest.raises(BufferError, match="snapshot"):
         v.__dlpack__(copy=False)
     t = v.value()  # a Tensor of the value is shared as usual
-    assert np.shares_memory(np.from_dlpack(t), t.numpy())
+    assert np.shares_memory(np.from_dlpack(t), np.asarray(t))
 
 
 def test_read_only_buffer_modern_consumer_gets_a_read_only_view():
     src = np.arange(4, dtype=np.float32)
     src.flags.writeable = False
-    t = lk.Tensor(src)
+    t = lk.from_dlpack(src)  # lk.Tensor(src) would copy; from_dlpack keeps the buffer
     a = np.from_dlpack(t)  # NumPy 2 asks for DLPack 1.x, which carries the read-only flag
     assert np.shares_memory(a, src) and not a.flags.writeable
     back = lk.from_dlpack(src)
-    assert np.shares_memory(back.numpy(), src) and not back.numpy().flags.writeable
+    assert np.shares_memory(np.asarray(back), src) and not np.asarray(back).flags.writeable
 
 
 def test_read_only_buffer_old_consumer_gets_a_copy():
     src = np.arange(4, dtype=np.float32)
     src.flags.writeable = False
-    t = lk.Tensor(src)
+    t = lk.from_dlpack(src)
     with pytest.raises(BufferError):  # NumPy itself refuses this export ...
         src.__dlpack__()
     a = np.from_dlpack(OldConsumerView(t))  # ... the tensor hands over a copy instead
@@ -83,9 +83,10 @@ def test_read_only_buffer_old_consumer_gets_a_copy():
     assert not np.shares_memory(a, src)
     with pytest.raises(BufferError):  # unless the consumer forbids copies
         np.from_dlpack(OldConsumerView(t, copy=False))
-    # A writable buffer is shared with old consumers too.
+    # A Tensor's buffer is always exported read-only (tensors are immutable), so old
+    # consumers get a copy of it too.
     w = lk.constant([1.0, 2.0])
-    assert np.shares_memory(np.from_dlpack(OldConsumerView(w)), w.numpy())
+    assert not np.shares_memory(np.from_dlpack(OldConsumerView(w)), np.asarray(w))
 
 
 def test_from_dlpack_errors():

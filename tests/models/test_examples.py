@@ -52,3 +52,14 @@ def test_char_rnn_smoke(tmp_path):
     assert "lstm (LSTM)" in out and "Epoch 1/1" in out
     sample = out.split("sample:\n", 1)[1]
     assert sample.startswith("The keeper ") and len(sample.rstrip("\n")) == len("The keeper ") + 20
+
+
+def test_export_onnx_smoke(tmp_path):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    out = _run("export_onnx.py", "--smoke", "--out", str(tmp_path), cwd=tmp_path)
+    assert "function input: pixels ['batch', 8, 8]" in out
+    assert (tmp_path / "bars_cnn.onnx").exists() and (tmp_path / "bars_classify.onnx").exists()
+    diff = float(re.search(r"max \|onnxruntime - layerkit\|: (\S+)", out).group(1))
+    assert diff < 1e-5
+    assert "classes agree: True" in out

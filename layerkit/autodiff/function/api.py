@@ -215,14 +215,22 @@ class Function:
             return self._trace(args, kwargs, ck, previous=cf)[1]
         return cf._run(ck.arrays, args, kwargs)
 
-    def _lookup(self, args, kwargs):
-        """``args`` conformed to the input signature (if any), their cache key and entry."""
+    def _lookup(self, args, kwargs, private: bool = False):
+        """``args`` conformed to the input signature (if any), their cache key and entry.
+
+        With ``private`` (a call under a tape, which keeps the inputs until the gradient)
+        the caller's NumPy arrays are replaced by copies: the caller may change them
+        meanwhile (TensorFlow converts them to tensors, which copies too)."""
         if self._sig is not None:
             if kwargs:
                 raise TypeError(f"lk.function '{self._name}' has an input_signature: pass "
                                 f"its arguments positionally")
-            args = conform(self._name, self._sig, args, self._names)
+            args = conform(self._name, self._sig, args, self._names, copy=private)
         ck = build_key(args, kwargs, self._names)
+        if private and any(isinstance(x, np.ndarray) for x in ck.leaves):
+            args, kwargs = rebuild(args, kwargs, [np.array(x) if isinstance(x, np.ndarray)
+                                                  else x for x in ck.leaves])
+            ck = build_key(args, kwargs, self._names)
         return args, ck, self._cache.get(ck.key)
 
     def _call_recorded(self, args, kwargs):
@@ -233,7 +241,7 @@ class Function:
         # tape records that eager run; later calls of a pure graph are one tape node
         # whose vjp is the compiled backward graph (gradient.py); anything else (assigns,
         # stateful ops, custom gradients) runs its body eagerly for the tape to record.
-        args, ck, cf = self._lookup(args, kwargs)
+        args, ck, cf = self._lookup(args, kwargs, private=True)
         if cf is None or cf.provisional:
             return self._trace(args, kwargs, ck, previous=cf, own=True)[1]
         if cf.mode == "graph" and cf.differentiable:

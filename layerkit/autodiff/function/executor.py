@@ -21,6 +21,7 @@ import threading
 
 import numpy as np
 
+from layerkit._core.variable import KEEPERS, keep_reads
 from layerkit.autodiff.function import numexpr_kernel as nek
 from layerkit.autodiff.function.fuse import Region, render
 from layerkit.autodiff.function.graph import Graph, Node
@@ -31,18 +32,97 @@ _PY_SCALARS = (bool, int, float, complex)
 def _assign(var, value) -> None:
     # Mirrors Variable.assign/assign_add/assign_sub (replace, never write in place: a
     # tape or an earlier result may hold the old array).
+    if KEEPERS:  # a tape holding ops that read var keeps the value they read
+        keep_reads(var)
     var._v = np.asarray(value).astype(var._v.dtype, copy=True)
 
 
 def _assign_add(var, value) -> None:
+    if KEEPERS:
+        keep_reads(var)
     var._v = (var._v + value).astype(var._v.dtype, copy=False)
 
 
 def _assign_sub(var, value) -> None:
+    if KEEPERS:
+        keep_reads(var)
     var._v = (var._v - value).astype(var._v.dtype, copy=False)
 
 
 _ASSIGN = {"assign": _assign, "assign_add": _assign_add, "assign_sub": _assign_sub}
+
+
+def fresh(a, *sources):
+    """``a``, or a copy if it shares memory with one of ``sources`` (is one of them, a
+    view of one, or viewed by one)."""
+    if type(a) is np.ndarray:
+        if a.base is None:  # owns its memory: only identity or a view of it can share
+            for s in sources:
+                if a is s or getattr(s, "base", None) is a:
+                    return a.copy()
+            return a
+        for s in sources:
+            if np.may_share_memory(a, s):
+                return a.copy()
+    return a
+
+
+def view_sources(graph: Graph, instrs: list) -> dict:
+    """vid -> the parameters, Variable reads and array constants whose memory the value
+    may share. Ufunc and fused-kernel results are new arrays; any other forward may
+    return a view of an input, or the input itself (reshape, getitem, identity, cast)."""
+    src: dict = {p: frozenset((p,)) for p in graph.params}
+    for n in instrs:
+        if n.kind == "read":
+            src[n.outs[0]] = frozenset(n.outs)
+        elif n.kind == "op" and not _is_ufunc_node(n):
+            s: set = set()
+            for i in n.ins:
+                if i in src:
+                    s |= src[i]
+                elif graph.values[i].kind == "const" and graph.values[i].nd:
+                    s.add(i)
+            if s:
+                fs = frozenset(s)
+                for o in n.outs:
+                    src[o] = fs
+    return src
+
+
+def _guards(graph: Graph, instrs: list, views: dict, keep: list) -> dict:
+    """Before each instruction that updates Variables in place (an optimizer step in the
+    graph): the values still used after it that may share a read of one of those
+    Variables, with those reads (instruction index -> [(vid, read vids)]). Such a value
+    is copied first if it does share the buffer, so it keeps the value read, as in eager
+    mode."""
+    updates = {}
+    for k, n in enumerate(instrs):
+        fn = getattr(n.op, "updates", None) if n.kind == "op" else None
+        if fn is not None:
+            updates[k] = {id(v) for v in fn(n.attrs)}
+    if not updates:
+        return {}
+    reads = {n.outs[0]: id(n.var) for n in instrs if n.kind == "read"}
+    born: dict = {}   # vid -> index of the instruction that makes it
+    last: dict = {}   # vid -> index of the last instruction that uses it
+    for j, n in enumerate(instrs):
+        for i in n.ins:
+            last[i] = j
+        for o in n.outs:
+            born[o] = j
+    for vid in list(graph.output_vids()) + list(keep):
+        last[vid] = len(instrs)
+    out = {}
+    for j, changed in updates.items():
+        guard = []
+        for vid, roots in views.items():
+            if born.get(vid, -1) < j < last.get(vid, -1):
+                hit = sorted(r for r in roots if reads.get(r) in changed)
+                if hit:
+                    guard.append((vid, hit))
+        if guard:  # the reads themselves last: the others are checked against them
+            out[j] = sorted(guard, key=lambda e: e[0] in reads)
+    return out
 
 
 def _is_ufunc_node(node: Node) -> bool:
@@ -94,17 +174,32 @@ class Program:
         if self._buf_specs:
             names = ", ".join(f"b{j}" for j in range(len(self._buf_specs)))
             lines.append(f"    {names}, = B")
+        views = view_sources(g, instrs)
+        guards = _guards(g, instrs, views, self.keep)
+        if guards:
+            ns["_fresh"] = fresh
         for k, ins in enumerate(instrs):
+            for vid, reads in guards.get(k, ()):
+                refs = ", ".join(f"r{r}" for r in reads)
+                lines.append(f"    r{vid} = _fresh(r{vid}, {refs})")
             lines.extend("    " + ln for ln in self._emit(k, ins, plan.get(k)))
         outs = []
         # Returned arrays must be the caller's own: a Variable's array may later be
-        # updated in place (optimizers do), a constant is shared by every call.
+        # updated in place (optimizers do), a constant is shared by every call, and the
+        # caller may change an array it passed. Other results are new arrays already.
         read_vids = {n.outs[0] for n in g.nodes if n.kind == "read"}
         for kind, x in g.outputs:
             if kind == "value":
                 v = g.values[x]
-                own = x in read_vids or (v.kind == "const" and v.nd)
-                outs.append(f"{self._ref(x)}.copy()" if own else self._ref(x))
+                ref = self._ref(x)
+                if x in read_vids or (v.kind == "const" and v.nd):
+                    outs.append(f"{ref}.copy()")
+                elif views.get(x):
+                    ns["_fresh"] = fresh
+                    srcs = ", ".join(self._ref(i) for i in sorted(views[x]))
+                    outs.append(f"_fresh({ref}, {srcs})")
+                else:
+                    outs.append(ref)
         for vid in self.keep:
             outs.append(self._ref(vid))
         lines.append(f"    return ({', '.join(outs)}{',' if outs else ''})")

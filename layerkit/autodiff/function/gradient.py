@@ -16,6 +16,8 @@ custom-gradient nodes runs its Python body eagerly under a tape (see ``api.py``)
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from layerkit._core import context
@@ -36,13 +38,15 @@ def differentiable(graph, tracer: Tracer) -> bool:
 
 
 class Backward:
-    """The forward program with saved values and the compiled backward program."""
+    """The forward program with saved values and the compiled backward programs."""
 
     def __init__(self, cf, arrays: list, jit: bool) -> None:
         g = cf.graph
         nodes = cf.ops_nodes
         self.graph = g
         self.ops_nodes = nodes
+        self._jit = jit
+        self.n_params = len(g.params)
         self.out_vids = [x for k, x in g.outputs if k == "value"]
         self.read_vids = [n.outs[0] for n in nodes if n.kind == "read"]
         self.variables = []           # distinct Variables, in first-read order
@@ -52,15 +56,23 @@ class Backward:
                 self._var_index[id(n.var)] = len(self.variables)
                 self.variables.append(n.var)
         self._read_var = [self._var_index[id(n.var)] for n in nodes if n.kind == "read"]
-        # Built while the caller's tapes are active: keep them out of these traces.
-        recorders = list(context.RECORDERS)
-        del context.RECORDERS[:]
-        try:
+        # read vid -> position of its Variable among the node's inputs: the backward pass
+        # takes a read's value from there (the tape swaps in a snapshot if the variable
+        # changes before the gradient is asked for).
+        self._read_input = {vid: self.n_params + k
+                            for vid, k in zip(self.read_vids, self._read_var)}
+        self.seed_outs = [k for k, vid in enumerate(self.out_vids)
+                          if g.values[vid].dtype is not None
+                          and np.dtype(g.values[vid].dtype).kind in "fc"]
+        # One backward graph per set of outputs that receive a gradient (an output the
+        # loss does not use gives its inputs None, as in eager mode); all by default.
+        self._traces: dict = {}
+        self._programs: dict = {}
+        full = (True,) * len(self.seed_outs)
+        with _no_recorders():
             values = self._all_values(g, nodes, arrays)
-            self._trace_backward(g, nodes, values, jit)
+            self._trace_backward(g, nodes, values, full)
             self._compile_forward(g, nodes, values, jit)
-        finally:
-            context.RECORDERS[:0] = recorders
 
     # ---- construction -----------------------------------------------------------------------
     @staticmethod
@@ -74,9 +86,10 @@ class Backward:
         values.update(zip(g.params, arrays))
         return values
 
-    def _trace_backward(self, g, nodes, values: dict, jit: bool) -> None:
+    def _trace_backward(self, g, nodes, values: dict, present: tuple) -> None:
+        """Trace the backward graph seeded at the outputs marked in ``present``."""
         tracer = Tracer(f"{g.name}_grad")
-        sources: list = []        # ("fwd", vid) | ("seed", k) per backward param
+        sources: list = []        # ("fwd", vid) | ("seed", j) per backward param
         with tracer:
             t: dict = {}
 
@@ -97,11 +110,10 @@ class Backward:
                 if n.kind == "op" and n.op.vjp is not None:
                     tape_nodes.append((n.op, tuple(tensor(i) for i in n.ins),
                                        tuple(tensor(o) for o in n.outs), n.attrs))
-            self.seed_outs = [k for k, vid in enumerate(self.out_vids)
-                              if g.values[vid].dtype is not None
-                              and np.dtype(g.values[vid].dtype).kind in "fc"]
             targets, seeds = [], []
             for j, k in enumerate(self.seed_outs):
+                if not present[j]:
+                    continue
                 vid = self.out_vids[k]
                 targets.append(tensor(vid))
                 a = np.asarray(values[vid]) if g.values[vid].kind != "const" else np.asarray(
@@ -119,20 +131,16 @@ class Backward:
         keep = [k for k, p in enumerate(bg.params) if p in used]
         bg.params = [bg.params[k] for k in keep]
         bg.param_names = [bg.param_names[k] for k in keep]
-        self.bwd_sources = [sources[k] for k in keep]
         # Compiled lazily per set of inputs that need a gradient (the rest is dead code);
         # the trace-time values stay on the base graph for checking region kernels.
-        self.bwd_graph = bg
-        self._jit = jit
-        self._programs: dict = {}
-        self.n_params = len(g.params)
+        self._traces[present] = (bg, [sources[k] for k in keep])
 
-    def _program_for(self, needs: tuple):
+    def _program_for(self, needs: tuple, present: tuple):
         n = self.n_params
         wanted = tuple(needs[:n]) + tuple(needs[n + k] for k in self._read_var)
-        entry = self._programs.get(wanted)
+        entry = self._programs.get((wanted, present))
         if entry is None:
-            base = self.bwd_graph
+            base, sources = self._traces[present]
             bg = base.clone(base.nodes)
             bg.outputs = [o if w else ("py", None) for o, w in zip(base.outputs, wanted)]
             _passes.remove_dead_nodes(bg)
@@ -141,14 +149,26 @@ class Backward:
                 for r in regions:
                     _executor.prepare_region(bg, r)
                 _fuse.apply_regions(bg, regions)
-            entry = self._programs[wanted] = (bg, _executor.Program(bg))
+            entry = self._programs[(wanted, present)] = (bg, _executor.Program(bg), sources)
         return entry
 
     def _compile_forward(self, g, nodes, values: dict, jit: bool) -> None:
         params = set(g.params)
-        self.saved = [vid for kind, vid in self.bwd_sources
-                      if kind == "fwd" and vid not in params]
-        self.saved = list(dict.fromkeys(self.saved))
+        _, sources = self._traces[(True,) * len(self.seed_outs)]
+        # Values the backward pass needs, other than inputs and reads (taken from the
+        # tape node's inputs when the gradient is computed).
+        self.saved = list(dict.fromkeys(
+            vid for kind, vid in sources
+            if kind == "fwd" and vid not in params and vid not in self._read_input))
+        # Saved values that may be views of a Variable's array (reshape(W), W[0]) are
+        # copied if they are: the variable may be updated in place before the gradient.
+        views = _executor.view_sources(g, nodes)
+        reads = {vid: self._read_input[vid] - self.n_params for vid in self.read_vids}
+        self._saved_views = []
+        for vid in self.saved:
+            idx = sorted({reads[r] for r in views.get(vid, ()) if r in reads})
+            if idx:
+                self._saved_views.append((vid, idx))
         fg = g.clone(nodes)
         if jit:
             for v in g.values:   # region kernels are checked against real values
@@ -170,10 +190,13 @@ class Backward:
         res = self.fwd_program.run(arrays)
         outs = res[:self.n_out]
         saved = dict(zip(self.saved, res[self.n_out:]))
+        fresh, variables = _executor.fresh, self.variables
+        for vid, idx in self._saved_views:
+            saved[vid] = fresh(saved[vid], *[variables[i]._v for i in idx])
         ins = tuple(x if isinstance(x, Tensor) else wrap(a) for x, a in zip(leaves, arrays))
         out_tensors = tuple(wrap(a) for a in outs)
         if out_tensors:
-            op = Op(f"function:{name}", None, self._vjp(arrays, saved, ins),
+            op = Op(f"function:{name}", None, self._vjp(saved),
                     num_outputs=1 if len(out_tensors) == 1 else len(out_tensors))
             node_ins = ins + tuple(self.variables)
             recs = tuple(context.RECORDERS)
@@ -184,32 +207,42 @@ class Backward:
                 r.record(op, node_ins, out_tensors, {})
         return out_tensors
 
-    def _vjp(self, arrays: list, saved: dict, ins: tuple):
+    def _vjp(self, saved: dict):
         def vjp(g, node_ins, outs, needs):
             gs = (g,) if len(self.out_vids) == 1 else tuple(g)
             if context.RECORDERS:
                 grads = self._replay(node_ins, gs)
             else:
-                grads = self._run_backward(arrays, saved, gs, tuple(needs))
+                grads = self._run_backward(node_ins, saved, gs, tuple(needs))
             return tuple(gr if n else None for gr, n in zip(grads, needs))
 
+        vjp.takes_none = True  # None upstream for outputs the target does not use
         return vjp
 
-    def _run_backward(self, arrays, saved, gs, needs: tuple) -> list:
-        bg, program = self._program_for(needs)
+    def _run_backward(self, node_ins: tuple, saved: dict, gs, needs: tuple) -> list:
+        present = tuple(gs[k] is not None for k in self.seed_outs)
+        if True not in present:
+            return [None] * len(node_ins)
+        if present not in self._traces:
+            # Some output gets no gradient: trace the backward graph without its seed.
+            # (It walks a subset of the full trace's nodes, so the forward values it
+            # needs are among those saved for the full one.)
+            arrays = [_array(x) for x in node_ins[:self.n_params]]
+            with _no_recorders():
+                values = self._all_values(self.graph, self.ops_nodes, arrays)
+                self._trace_backward(self.graph, self.ops_nodes, values, present)
+        bg, program, sources = self._program_for(needs, present)
+        params = self.graph.params
         inputs = []
-        for kind, x in self.bwd_sources:
+        for kind, x in sources:
             if kind == "seed":
-                gk = gs[self.seed_outs[x]]
-                if gk is None:
-                    v = self.graph.values[self.out_vids[self.seed_outs[x]]]
-                    inputs.append(np.zeros(v.shape, v.dtype))
-                else:
-                    inputs.append(gk._v)
+                inputs.append(gs[self.seed_outs[x]]._v)
             elif x in saved:
                 inputs.append(saved[x])
+            elif x in self._read_input:
+                inputs.append(node_ins[self._read_input[x]]._v)
             else:
-                inputs.append(arrays[self.graph.params.index(x)])
+                inputs.append(_array(node_ins[params.index(x)]))
         flat = program.run(inputs)
         it = iter(flat)
         grads = [wrap(next(it)) if kind == "value" else None for kind, _ in bg.outputs]
@@ -253,6 +286,22 @@ class Backward:
             return [None] * len(node_ins)
         return list(tape.gradient([p[0] for p in pairs], list(node_ins),
                                   output_gradients=[p[1] for p in pairs]))
+
+
+def _array(t: Tensor) -> np.ndarray:
+    a = t._v
+    return a if type(a) is np.ndarray else np.asarray(a)
+
+
+@contextmanager
+def _no_recorders():
+    # Backward graphs are traced while the caller's tapes are active: keep them out.
+    recorders = list(context.RECORDERS)
+    del context.RECORDERS[:]
+    try:
+        yield
+    finally:
+        context.RECORDERS[:0] = recorders
 
 
 def _const(v):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.convert import to_array
+from layerkit._core.op import wrap
 from layerkit._core.spec import TensorSpec
 from layerkit._core.spec import shapes_compatible as shape_compatible
 from layerkit._core.tensor import Tensor
@@ -168,8 +169,9 @@ def flatten_specs(sig) -> list:
                     f"received {type(sig).__name__}")
 
 
-def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
-    """Convert ``args`` to the signature: arrays of the spec dtypes, shapes checked.
+def conform(fname: str, sig: tuple, args: tuple, names: list, copy: bool = False) -> tuple:
+    """Convert ``args`` to the signature: arrays of the spec dtypes, shapes checked
+    (``copy``: never keep the caller's own NumPy arrays).
 
     Raises:
         TypeError: wrong structure or a tensor of another dtype.
@@ -186,7 +188,9 @@ def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
                                 f"input_signature pass its value, or capture the Variable")
             if isinstance(x, (Tensor, np.ndarray, np.generic)):
                 a = _tensor_array(x)
-                keep = type(x) is Tensor and a is x._v   # tapes know it by identity
+                # Tapes know a Tensor by identity: keep it (also when it holds a NumPy
+                # scalar, as 0-d results of ops do: ``f(v * v)``).
+                keep = type(x) is Tensor
                 if a.dtype != spec.dtype:
                     raise TypeError(
                         f"lk.function '{fname}': argument {path} has dtype {a.dtype.name}, "
@@ -202,7 +206,11 @@ def conform(fname: str, sig: tuple, args: tuple, names: list) -> tuple:
                 raise ValueError(
                     f"lk.function '{fname}': argument {path} has shape {a.shape}, which does "
                     f"not fit the input_signature {spec}")
-            return x if keep else Tensor(a)
+            if keep:
+                return x
+            # A caller's NumPy array is copied only if asked (a call under a tape keeps
+            # it); graph results never share it.
+            return wrap(np.array(a) if copy and a is x else a)
         if isinstance(spec, (list, tuple)):
             if not isinstance(x, (list, tuple)) or len(x) != len(spec):
                 raise TypeError(f"lk.function '{fname}': argument {path} should be a sequence of "
