@@ -49,7 +49,7 @@ class CommunicationOptions:
 
     Args:
         bytes_per_pack: bucket size for fusing small gradients into one all-reduce
-            (0: layerkit's default, 4 MiB); gradients of 256 KiB or more go alone.
+            (0: layerkit's default, 4 MiB); gradients of 1 MiB or more go alone.
         timeout_seconds: a collective that has not completed after this long aborts the
             whole job with a message (None: the ``LAYERKIT_DISTRIBUTE_TIMEOUT``
             environment variable, else 300 s). A rank that raises or dies ends the job at

@@ -123,6 +123,27 @@ def case_fit_dataset():
                               "history": h, "history_ref": href, "eval": ev, "eval_ref": evref}
 
 
+# ---- variables take rank 0's values ----------------------------------------------------------
+def case_broadcast():
+    lk.random.set_seed(100 + RANK)   # every rank initialises differently
+    outside = mlp()
+    with strategy.scope():
+        inside = mlp()                # broadcast from rank 0 as each variable is created
+    mine = flat_weights(inside)
+    rank0 = strategy.gather(lk.constant(mine[None]), axis=0).numpy()[0]
+    lk.random.set_seed(100)           # rank 0's seed: what rank 0 built
+    mlp()                             # (the model built outside the scope)
+    ref = flat_weights(mlp())
+    RESULTS["broadcast"] = {"inside_same": same_on_all_ranks(mine),
+                            "inside_is_rank0s": bool(np.array_equal(rank0, ref)),
+                            "outside_same": same_on_all_ranks(flat_weights(outside))}
+    lk.distribute.broadcast_variables(outside.weights, root_rank=N - 1)
+    last = strategy.gather(lk.constant(flat_weights(outside)[None]), axis=0).numpy()[-1]
+    RESULTS["broadcast"].update(
+        outside_after=same_on_all_ranks(flat_weights(outside)),
+        outside_is_last_ranks=bool(np.array_equal(flat_weights(outside), last)))
+
+
 # ---- sharding: every element exactly once ---------------------------------------------------
 def gather_ints(values) -> list:
     a = np.asarray(values, np.int64).reshape(-1)
@@ -394,9 +415,9 @@ def case_mismatch():
         lk.Sequential([lk.Input((8,)), lk.layers.Dense(4 + RANK)])
 
 
-SUITE = {"fit_arrays": case_fit_arrays, "fit_dataset": case_fit_dataset, "shard": case_shard,
-         "checkpoint": case_checkpoint, "custom_loop": case_custom_loop,
-         "callbacks": case_callbacks}
+SUITE = {"broadcast": case_broadcast, "fit_arrays": case_fit_arrays,
+         "fit_dataset": case_fit_dataset, "shard": case_shard, "checkpoint": case_checkpoint,
+         "custom_loop": case_custom_loop, "callbacks": case_callbacks}
 
 if __name__ == "__main__":
     if CASE == "suite":
