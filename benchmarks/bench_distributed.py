@@ -7,14 +7,14 @@ the machine's own limit.
    CNN's gradients (1.7 MB in 8 arrays); 16 MB as 64 arrays of 256 KB; 4 MB as 1,000
    arrays of 4 KB. Medians of interleaved rounds, each after a barrier. Also a raw size
    sweep (latency and bandwidth of MPI on this machine).
-3. The scaling model of docs/distributed.md evaluated with this run's constants: checked
-   against the 2-rank measurement, and predicted for 8-64 nodes on 10 and 25 Gb/s.
 2. Training the CNN of bench_training.py (batch 64 per process, SGD momentum, ``fit``):
    two independent 1-thread trainings running at once (the machine's own limit for two
    processes) against 2 ranks x 1 thread with ``MultiWorkerMirroredStrategy`` (global batch
    128), alternating, in the same run; also one 1-thread training alone, for the
    machine's 2-process scaling. Throughput is samples/s from the median epoch time
    (each epoch 30 steps, the first epoch, with the traces, left out).
+3. The scaling model of docs/distributed.md evaluated with this run's constants: checked
+   against the 2-rank measurement, and predicted for 8-64 nodes on 10 and 25 Gb/s.
 
 Processes: this script starts the others (``mpiexec -n 2`` for the ranks, plain
 subprocesses for the independent trainings) and unsets OPENBLAS_CORETYPE and
