@@ -181,7 +181,7 @@ def _step_without_data(strategy, model) -> bool:
     fit = strategy._fit
     opt = model.optimizer
     if fit.layout is None:
-        variables = list(model._trainable_and_constraints()[0])
+        variables = list(model._step_info()[0])
         if not variables:
             raise RuntimeError(
                 f"fit: rank {strategy._world.rank} has no training data for the first step "
@@ -203,8 +203,9 @@ def _step_without_data(strategy, model) -> bool:
     total = control[0]
     strategy._reducer.scale_all(results, 1.0 / total if total > 0 else 0.0)
     opt._update_work([(v, r, rec) for (v, rec), r in zip(pairs, results)])
-    for v, fn in model._trainable_and_constraints()[1]:
-        v.assign(fn(v))
+    for v, _ in pairs:   # the weights' constraints, as Optimizer.apply does after updating
+        if v.constraint is not None:
+            v.assign(v.constraint(v))
     if fit.end_sync is not None:   # ... and on_train_batch_end
         fit.end_sync()
         return not model.stop_training

@@ -286,6 +286,7 @@ class _DepthwiseConv(_Conv):
         config = {**super().get_config(), "depth_multiplier": self.depth_multiplier}
         config["depthwise_initializer"] = config.pop("kernel_initializer")
         config["depthwise_regularizer"] = config.pop("kernel_regularizer")
+        config["depthwise_constraint"] = config.pop("kernel_constraint")
         return config
 
 

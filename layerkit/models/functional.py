@@ -203,7 +203,15 @@ class Graph:
                     getattr(v, "_keras_mask", None):
                 set_keras_mask(v, masks[i])
             memo[id(sym)] = v
+        return self.replay(memo)
 
+    def replay(self, memo: dict, call=None):
+        """Run every node in order on the values in ``memo`` (``id(SymbolicTensor)`` ->
+        value, holding the inputs' values) and return the outputs' values.
+
+        ``call(node, args, kwargs)`` replaces ``node.layer(*args, **kwargs)`` when given
+        (``lk.models.clone_model`` replays the graph with new layers that way).
+        """
         def lookup(x):
             return memo[id(x)] if type(x) is SymbolicTensor else x
 
@@ -212,7 +220,7 @@ class Graph:
                          else lookup(a) for a in node.call_args)
             kwargs = {k: map_structure(lookup, v) for k, v in node.call_kwargs.items()} \
                 if node.call_kwargs else {}
-            out = node.layer(*args, **kwargs)
+            out = node.layer(*args, **kwargs) if call is None else call(node, args, kwargs)
             outs = node.outputs
             if type(outs) is SymbolicTensor:
                 memo[id(outs)] = out

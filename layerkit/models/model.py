@@ -38,6 +38,7 @@ As in Keras, a batch without targets reaches the steps as ``x`` itself, not ``(x
 from __future__ import annotations
 
 import contextlib
+import json
 
 import numpy as np
 
@@ -50,6 +51,7 @@ from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function import function as _function
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.autodiff.tape import GradientTape
+from layerkit.layers import layer as _layer_module
 from layerkit.layers.layer import Layer, gather_losses
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.layers.tracking import unique_name
@@ -295,8 +297,10 @@ class Model(Layer):
         self._loss_tracker = _LossTracker(name="loss")
         self.run_eagerly = bool(run_eagerly)
         self.compiled = True
-        self.__dict__["_compile_config"] = {"optimizer": optimizer, "loss": loss,
-                                            "metrics": metrics}
+        self.__dict__["_compile_config"] = _compile_snapshot(dict(
+            loss=loss, loss_weights=loss_weights, metrics=metrics,
+            weighted_metrics=weighted_metrics, run_eagerly=self.run_eagerly,
+            steps_per_execution=steps_per_execution, jit_compile=jit_compile))
         self.__dict__["_step_cache"] = None
         self.__dict__["_step_functions"] = {}
         # lk.distribute: a model compiled (or created) in a strategy's scope trains with it
@@ -384,7 +388,7 @@ class Model(Layer):
         if self._compile_loss is not None:
             total = self._compile_loss(y, y_pred, sample_weight)
         if type(self).losses is Layer.losses and self.built:
-            extra = gather_losses(self._step_info()[2])  # no tree walk per step
+            extra = gather_losses(self._step_info()[1])  # no tree walk per step
         else:
             extra = self.losses
         if extra:
@@ -406,24 +410,13 @@ class Model(Layer):
         return self.get_metrics_result()
 
     def _step_info(self) -> tuple:
-        """(trainable variables, constraints, [self] + submodules), built once per
-        fit/compile: walking the layer tree costs tens of microseconds per step."""
+        """(trainable variables, [self] + submodules), built once per fit/compile:
+        walking the layer tree costs tens of microseconds per step."""
         cache = self._step_cache
         if cache is None:
-            variables = self.trainable_variables
-            constraints = []
-            layers = [self] + self.submodules
-            for layer in layers:
-                cons = getattr(layer, "_constraints", None)
-                if cons:
-                    by_id = {id(v): v for v in layer.weights}
-                    constraints.extend((by_id[i], fn) for i, fn in cons.items() if i in by_id)
-            cache = (variables, constraints, layers)
+            cache = (self.trainable_variables, [self] + self.submodules)
             self.__dict__["_step_cache"] = cache
         return cache
-
-    def _trainable_and_constraints(self):
-        return self._step_info()[:2]
 
     def train_step(self, data) -> dict:
         """One optimisation step on a batch; returns the logs (override to customise)."""
@@ -432,11 +425,9 @@ class Model(Layer):
             y_pred = self(x, training=True)
             loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
                                      training=True)
-        variables, constraints = self._trainable_and_constraints()
+        variables = self._step_info()[0]
         grads = tape.gradient(loss, variables)
-        self.optimizer.apply(grads, variables)
-        for v, fn in constraints:
-            v.assign(fn(v))
+        self.optimizer.apply(grads, variables)  # (then the weights' constraints)
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         if self._defer_logs:
             # fit needs no per-batch logs (no batch callbacks): skip building them.
@@ -909,11 +900,155 @@ class Model(Layer):
         raise ValueError(f"Unrecognized format={format!r}: Model.export supports "
                          f"format='onnx'")
 
-    def get_compile_config(self) -> dict | None:
-        return self.__dict__.get("_compile_config")
+    # ---- whole-model saving and configs ---------------------------------------------------
+    def save(self, filepath, overwrite: bool = True, zipped=None, **kwargs) -> str:
+        """Save the whole model as a Keras 3 ``.keras`` archive (architecture, weights,
+        optimizer state); see :func:`layerkit.saving.save_model`.
+
+        Returns:
+            The path written.
+        """
+        from layerkit.saving.saving_lib import save_model
+
+        if zipped is not None and not zipped:
+            raise ValueError(f"save({filepath!r}): only zipped .keras archives are written "
+                             f"(zipped=False is not supported)")
+        return save_model(self, filepath, overwrite=overwrite, **kwargs)
+
+    def to_json(self, **kwargs) -> str:
+        """The model's config as a JSON string (``lk.models.model_from_json`` inverts it;
+        Keras 3's ``model_from_json`` reads it). ``kwargs`` go to ``json.dumps``."""
+        import json
+
+        from layerkit.saving.serialization_lib import ObjectSharingScope, serialize_keras_object
+
+        with ObjectSharingScope():
+            config = serialize_keras_object(self)
+        return json.dumps(config, **kwargs)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable}
+        """The model's config: Keras 3's functional config (layers, their calls, inputs
+        and outputs) for a functional model; for a subclassed model, its constructor
+        arguments (override it, as in Keras, when they are not plain values)."""
+        if self._graph is not None and _functional_like(type(self)):
+            from layerkit.models.functional_config import functional_config
+
+            return functional_config(self)
+        return Layer.get_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A new model (fresh weights) from :meth:`get_config` output or Keras 3's.
+
+        Raises:
+            TypeError: a subclassed model whose constructor does not take its config
+                (implement ``get_config``/``from_config``).
+            ValueError: an unknown layer class or a malformed functional config.
+        """
+        if all(k in config for k in ("layers", "input_layers", "output_layers")) \
+                and _functional_like(cls):
+            from layerkit.models.functional_config import functional_from_config
+
+            return functional_from_config(cls, dict(config), custom_objects)
+        try:
+            return super().from_config(config)
+        except TypeError as e:
+            raise TypeError(
+                f"{cls.__name__}.from_config: could not create the model from its config "
+                f"{sorted(config)} ({e}). A subclassed model's get_config() must return the "
+                f"arguments of its constructor (or define from_config), as in Keras") from e
+
+    def get_build_config(self) -> dict | None:
+        """The input shape(s) to rebuild a subclassed model's weights (None otherwise)."""
+        if self._graph is not None:
+            return None
+        return super().get_build_config()
+
+    def build_from_config(self, config: dict) -> None:
+        """Build from :meth:`get_build_config` output (subclassed: one call on zeros)."""
+        if self._graph is None and not self.built and config \
+                and config.get("input_shape") is not None:
+            from layerkit.layers.layer import _shape_tuple
+
+            self.build(_shape_tuple(config["input_shape"]))
+            self.__dict__["built"] = True
+
+    def get_compile_config(self) -> dict | None:
+        """The arguments of :meth:`compile` (serialized), or None if not compiled."""
+        snapshot = self.__dict__.get("_compile_config")
+        if not self.compiled or snapshot is None:
+            return None
+        from layerkit.saving.serialization_lib import serialize_keras_object
+
+        raw, config = snapshot
+        if config is None:  # not serializable: raise the error now, with its message
+            config = serialize_keras_object(raw)
+        elif '"__lambda__"' in json.dumps(config):
+            import warnings
+
+            warnings.warn(f"model '{self.name}': the loss or a metric is a Python lambda, "
+                          f"saved only as a marker; the saved compile config cannot be "
+                          f"loaded again", stacklevel=2)
+        # the optimizer as it is now (its learning rate may have changed since compile)
+        return {"optimizer": serialize_keras_object(self.optimizer), **config}
+
+    def compile_from_config(self, config: dict) -> None:
+        """Compile with :meth:`get_compile_config` output (Keras 3's too), then create
+        the optimizer's variables so that a saved optimizer state can be loaded."""
+        from layerkit.saving.serialization_lib import deserialize_keras_object
+
+        kinds = {"optimizer": "optimizers", "loss": "losses", "metrics": "metrics",
+                 "weighted_metrics": "metrics"}
+        try:
+            args = {k: deserialize_keras_object(v, kind=kinds.get(k))
+                    for k, v in config.items()
+                    if k in kinds or k in ("loss_weights", "run_eagerly", "steps_per_execution",
+                                           "jit_compile")}
+        except (ValueError, TypeError, NotImplementedError) as e:
+            raise type(e)(f"model '{self.name}': cannot compile it as it was saved: {e}. "
+                          f"Load it with compile=False and call compile() yourself") from e
+        if args.get("optimizer") is None:
+            args.pop("optimizer", None)
+        if type(self).compile is not Model.compile:
+            import warnings
+
+            warnings.warn(f"model '{self.name}': compile() was not called while loading "
+                          f"because {type(self).__name__} overrides it; call compile() "
+                          f"yourself (or override compile_from_config)", stacklevel=2)
+            return
+        self.compile(**args)
+        if self.built and self.trainable_variables:
+            self.optimizer.build(self.trainable_variables)
+
+
+def _compile_snapshot(args: dict) -> tuple:
+    """(compile arguments, their serialized form or None): taken at compile time, since
+    compiling renames metric objects (``out_auc``) that the user passed."""
+    import warnings
+
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (get_compile_config warns about lambdas)
+            return args, serialize_keras_object(args)
+    except (TypeError, ValueError, NotImplementedError):
+        return args, None
+
+
+def _functional_like(cls) -> bool:
+    """Keras's rule: a Model class whose constructor is Model's (or takes *args and
+    **kwargs) is saved and rebuilt as a functional model."""
+    import inspect
+
+    if cls.__init__ is Model.__init__:
+        return True
+    params = inspect.signature(cls.__init__).parameters.values()
+    return any(p.kind is p.VAR_POSITIONAL for p in params) and \
+        any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+_layer_module._DEFAULT_CONFIGS.add(Model.get_config)
 
 
 def _weights_format(path: str) -> str:

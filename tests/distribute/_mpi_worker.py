@@ -205,13 +205,22 @@ def case_shard():
     table = lambda r: (lk.gather(lk.constant(xs), r["id"]), lk.cast(r["id"] % 2, "int64"))  # noqa: E731
     fds = lk.data.Dataset.from_parquet(path).map(table).batch(8)
     with strategy.scope():
-        model = lk.Sequential([lk.Input((3,)), lk.layers.Dense(2)])
+        # a constraint: ranks without data in a step apply it too
+        model = lk.Sequential([lk.Input((3,)), lk.layers.Dense(
+            2, kernel_constraint=lk.constraints.MaxNorm(0.05))])
         model.compile(optimizer="sgd", loss=SCCE)
+    # the weights before every update, on every rank (fit's last broadcast would hide
+    # ranks that drifted apart during training)
+    before = []
+    update = model.optimizer._update_work
+    model.optimizer._update_work = lambda work: (before.append(flat_weights(model)),
+                                                 update(work))
     # a batch-level callback on rank 0 stops training at its 4th batch of the 2nd epoch;
     # ranks without data at that step take part in the decision too
     model.fit(fds, epochs=2, verbose=0, callbacks=[StopAt(1, 3)])
     steps = int(model.optimizer.iterations.numpy())
     RESULTS["shard"].update(same_weights=same_on_all_ranks(flat_weights(model)),
+                            same_every_step=same_on_all_ranks(np.stack(before)),
                             iterations=gather_ints([steps]),
                             my_batches=gather_ints([strategy.experimental_distribute_dataset(
                                 fds)._dataset.cardinality()]),
@@ -230,6 +239,8 @@ def case_checkpoint():
                                       save_best_only=False)
     model.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[cb])
     model.save_weights(os.path.join(OUT, f"final-rank{RANK}.lkw"))
+    for fmt in ("layerkit", "h5"):   # whole-model archives, both weights formats
+        model.save(os.path.join(OUT, f"model-{fmt}-rank{RANK}.keras"), weights_format=fmt)
     ckpt = lk.Checkpoint(model=model, optimizer=model.optimizer)
     own = lk.CheckpointManager(ckpt, os.path.join(OUT, f"mgr-rank{RANK}"))
     own.save()
@@ -240,7 +251,12 @@ def case_checkpoint():
     for v in model.trainable_variables:       # scramble, then every rank restores
         v.assign(np.full(v.shape, RANK + 5.0, np.float32))
     ckpt.restore(path).assert_consumed()
-    RESULTS["checkpoint"] = {"files": sorted(os.listdir(OUT)),
+    loaded = [lk.models.load_model(os.path.join(OUT, f"model-{fmt}-rank0.keras"))
+              for fmt in ("layerkit", "h5")]
+    loaded_same = [same_on_all_ranks(flat_weights(m)) for m in loaded]   # collectives
+    RESULTS["checkpoint"] = {"loaded_equal": all(loaded_same) and all(
+                                 np.array_equal(flat_weights(m), saved) for m in loaded),
+                             "files": sorted(os.listdir(OUT)),
                              "mgr_rank0": sorted(os.listdir(os.path.join(OUT, "mgr-rank0"))),
                              "restored_equal": same_on_all_ranks(flat_weights(model))
                              and bool(np.array_equal(flat_weights(model), saved)),

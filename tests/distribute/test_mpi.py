@@ -129,7 +129,7 @@ def test_fit_over_uneven_shards_keeps_ranks_in_step(suite):
     s = r["shard"]
     assert len(set(s["my_batches"])) > 1              # the ranks' shards are uneven
     assert s["steps"] == [max(s["my_batches"])] * n   # iterators pad with empty batches
-    assert s["same_weights"]
+    assert s["same_weights"] and s["same_every_step"]   # the kernel constraint too
     # epoch 1: as many steps as the longest shard; epoch 2 stopped by rank 0 after 4 steps
     assert s["iterations"] == [max(s["my_batches"]) + 4] * n
 
@@ -139,9 +139,11 @@ def test_rank0_writes_files_and_every_rank_restores(suite):
     c = r["checkpoint"]
     names = c["files"]
     assert "w-rank0-1.lkw" in names and "w-rank0-2.lkw" in names and "final-rank0.lkw" in names
+    assert "model-layerkit-rank0.keras" in names and "model-h5-rank0.keras" in names
     assert not any(f"rank{k}" in name for k in range(1, n) for name in names)
     assert c["mgr_rank0"] == ["checkpoint_index.json", "ckpt-1"]
     assert c["restored_equal"]
+    assert c["loaded_equal"]   # Model.save by rank 0, lk.models.load_model on every rank
 
 
 def test_custom_loop_with_strategy_run_matches_one_process(suite):
