@@ -274,7 +274,7 @@ class MultiWorkerMirroredStrategy(Strategy):
     callbacks and the progress bar run on rank 0 only, which then broadcasts
     ``stop_training`` and the learning rate after each callback phase and its weights
     after training (``EarlyStopping(restore_best_weights=True)``); files
-    (``ModelCheckpoint``, ``CheckpointManager``, ``save_weights``) are written by rank 0
+    (``ModelCheckpoint``, ``CheckpointManager``, ``save_weights``, ``save``) are written by rank 0
     only; every rank can restore them. ``evaluate`` is collective (call it on every rank);
     ``predict`` is not (each rank predicts all of its input).
 
