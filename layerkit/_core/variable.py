@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 
+from layerkit._core import distribution
 from layerkit._core.context import RECORDERS
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.tensor import Tensor
@@ -100,6 +101,8 @@ class Variable(Tensor):
         self._trainable = bool(trainable)
         self._uid = next(_uid)
         self.constraint = None
+        if distribution.scope is not None:   # lk.distribute: rank 0's initial value
+            distribution.scope._variable_created(self)
 
     @property
     def name(self) -> str:

@@ -37,6 +37,7 @@ As in Keras, a batch without targets reaches the steps as ``x`` itself, not ``(x
 """
 from __future__ import annotations
 
+import contextlib
 import json
 
 import numpy as np
@@ -44,7 +45,7 @@ import numpy as np
 from layerkit import callbacks as _callbacks
 from layerkit import metrics as _metrics
 from layerkit import optimizers as _optimizers
-from layerkit._core import context
+from layerkit._core import context, distribution
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function import function as _function
@@ -153,7 +154,8 @@ class Model(Layer):
         d.update(optimizer=None, compiled=False, stop_training=False, history=None,
                  run_eagerly=False, _compile_loss=None, _compile_metrics=None,
                  _loss_tracker=None, _implicit_build=False, _step_cache=None,
-                 _defer_logs=False, _step_functions={}, _step_functions_key=None)
+                 _defer_logs=False, _step_functions={}, _step_functions_key=None,
+                 _distribute_strategy=distribution.scope)
 
     # ---- structure -----------------------------------------------------------------------
     @property
@@ -329,6 +331,11 @@ class Model(Layer):
             steps_per_execution=steps_per_execution, jit_compile=jit_compile))
         self.__dict__["_step_cache"] = None
         self.__dict__["_step_functions"] = {}
+        # lk.distribute: a model compiled (or created) in a strategy's scope trains with it
+        strategy = distribution.scope or self._distribute_strategy
+        self.__dict__["_distribute_strategy"] = strategy
+        if strategy is not None:
+            strategy.extended._compile(self)
 
     @property
     def compiled_loss(self):
@@ -527,6 +534,9 @@ class Model(Layer):
 
     def _callback_list(self, callbacks, verbose, epochs, steps, mode, add_history=False):
         cbs = list(callbacks or [])
+        if self._distribute_strategy is not None:   # lk.distribute: rank 0's callbacks
+            cbs, verbose = self._distribute_strategy.extended._callbacks(self, cbs, verbose,
+                                                                         mode)
         history = None
         if add_history:
             history = _callbacks.History()
@@ -608,6 +618,9 @@ class Model(Layer):
                 val_feeder = _data.make_feeder(validation_data, None, None,
                                                validation_batch_size or batch_size, False,
                                                validation_steps, "fit (validation)")
+        dist = self._distribute_strategy
+        if dist is not None:   # lk.distribute: this rank's part of the data
+            feeder, val_feeder = dist.extended._fit_feeders(self, feeder, val_feeder)
         steps = feeder.num_batches
         cbl, history = self._callback_list(callbacks, verbose, epochs, steps, "train",
                                            add_history=True)
@@ -622,8 +635,9 @@ class Model(Layer):
             getattr(getattr(fn, "__self__", None), "needs_batch_logs", True) for fn in end)
         self._check_step_functions()
         try:
-            logs = self._fit_epochs(feeder, val_feeder, cbl, cw, initial_epoch, epochs,
-                                    validation_freq, begin, end)
+            with dist.scope() if dist is not None else contextlib.nullcontext():
+                logs = self._fit_epochs(feeder, val_feeder, cbl, cw, initial_epoch, epochs,
+                                        validation_freq, begin, end)
         finally:
             self.__dict__["_defer_logs"] = False
             self._remember_step_functions()
@@ -661,6 +675,9 @@ class Model(Layer):
             if logs is _DEFERRED:
                 logs = self.get_metrics_result()
             epoch_logs = dict(_floats(logs))
+            if self._distribute_strategy is not None:   # lk.distribute: over all ranks
+                epoch_logs = self._distribute_strategy.extended._reduce_logs(self, epoch_logs,
+                                                                             True)
             if val_feeder is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_loop(val_feeder, cbl, internal=True)
                 epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})
@@ -689,6 +706,8 @@ class Model(Layer):
         if step < 0 and not internal:
             raise ValueError("evaluate: the data produced no batches (an empty dataset?)")
         logs = _floats(logs)
+        if self._distribute_strategy is not None:   # lk.distribute: over all ranks
+            logs = self._distribute_strategy.extended._reduce_logs(self, logs)
         cbl.on_test_end(logs)
         return logs
 
@@ -705,6 +724,8 @@ class Model(Layer):
         verbose = _data.check_verbose(verbose, "evaluate")
         _data.check_count(steps, "steps", "evaluate", optional=True)
         feeder = _data.make_feeder(x, y, sample_weight, batch_size, False, steps, "evaluate")
+        if self._distribute_strategy is not None:   # lk.distribute: this rank's part
+            feeder = self._distribute_strategy.extended._evaluate_feeder(feeder)
         cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "evaluate")
         self._check_step_functions()
         try:

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from layerkit._core import context
+from layerkit._core import context, distribution
 from layerkit._core.op import Op, apply
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
@@ -199,6 +199,8 @@ class Optimizer:
         self._scratch: dict = {}
         self._groups: list = []
         self.built = False
+        # lk.distribute: an optimizer created in a strategy's scope all-reduces gradients
+        self._distribute = distribution.scope
 
     # ---- learning rate --------------------------------------------------------------
     def _set_learning_rate(self, lr) -> None:
@@ -426,6 +428,13 @@ class Optimizer:
         self._apply_work(work)
 
     def _apply_work(self, work: list) -> None:
+        """All-reduce the gradients over the ranks of an ``lk.distribute`` strategy (if
+        any), then :meth:`_update_work`."""
+        if self._distribute is not None:
+            work = self._distribute._reduce_gradients(self, work)
+        self._update_work(work)
+
+    def _update_work(self, work: list) -> None:
         """Clip, decay and update: ``work`` holds (variable, gradient array, record)."""
         if KEEPERS:  # tapes' recorded reads keep their values (in-place updates)
             _keep_reads(work, self.iterations)

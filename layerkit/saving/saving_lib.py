@@ -28,7 +28,8 @@ members, invalid JSON) raise ``ValueError`` naming the file and the problem.
 
 Writes are atomic (:func:`layerkit.checkpoint.format.atomic_write_bytes`): the archive is
 assembled in memory, written to a temporary file in the same directory, fsynced and
-renamed over the target, so a crash leaves the previous file intact.
+renamed over the target, so a crash leaves the previous file intact. In a multi-process
+``lk.distribute`` job only rank 0 writes (the other ranks return the same path at once).
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ import json
 import os
 import tempfile
 import zipfile
+
+from layerkit._core import distribution
 
 __all__ = ["save_model", "load_model", "model_from_json", "load_archive_weights",
            "KERAS_FORMAT_VERSION"]
@@ -91,9 +94,11 @@ def save_model(model, filepath, overwrite: bool = True, weights_format: str = "a
     if not path.endswith(".keras"):
         raise ValueError(f"save_model: the file name must end in '.keras'; received {path!r} "
                          f"(weights alone: model.save_weights('x.weights.h5'))")
+    kind = _weights_kind(weights_format)
+    if not distribution.writes_files():   # lk.distribute: rank 0 writes the archive
+        return path
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"save_model: {path!r} exists and overwrite=False")
-    kind = _weights_kind(weights_format)
     with ObjectSharingScope():
         config = serialize_keras_object(model)
     try:
