@@ -8,6 +8,7 @@ Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn`
 ``lk.random``, autodiff (``GradientTape``, ``gradients_function``, ...), layers and models.
 """
 from layerkit._core import memory as _memory
+from layerkit._core.context import executing_eagerly
 from layerkit._core.convert import constant, convert_to_tensor
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
@@ -17,6 +18,8 @@ from layerkit import data, initializers, layers, nn, random, regularizers  # noq
 from layerkit import callbacks, losses, metrics, models, optimizers  # noqa: E402
 from layerkit import constraints, saving  # noqa: E402
 from layerkit.models import Input, Model, Sequential  # noqa: E402
+
+layers.Input = Input  # keras.layers.Input (defined with the functional API it starts)
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402

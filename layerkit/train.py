@@ -9,9 +9,12 @@ Example:
     >>> d = tempfile.mkdtemp()
     >>> path = lk.train.Checkpoint(v=lk.Variable([1.0, 2.0])).save(d + "/ckpt")
     >>> lk.train.list_variables(d)
-    [('save_counter', ()), ('v', (2,))]
+    [('save_counter/.ATTRIBUTES/VARIABLE_VALUE', ()), ('v/.ATTRIBUTES/VARIABLE_VALUE', (2,))]
     >>> lk.train.load_variable(d, "v")
     array([1., 2.], dtype=float32)
+
+Names are listed in TensorFlow's spelling (``<path>/.ATTRIBUTES/VARIABLE_VALUE``), and
+every reading function accepts that spelling or layerkit's own (``<path>``).
 """
 from __future__ import annotations
 
@@ -48,20 +51,28 @@ def _resolve(ckpt_dir_or_file) -> str:
     return path
 
 
+_TF_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _ours(name: str) -> str:
+    return name[:-len(_TF_SUFFIX)] if name.endswith(_TF_SUFFIX) else name
+
+
 class _Reader(CheckpointReader):
-    """``tf.train.load_checkpoint``'s reader: TF's method names over layerkit's reader."""
+    """``tf.train.load_checkpoint``'s reader: TF's method and key names over layerkit's
+    reader (keys listed as ``<path>/.ATTRIBUTES/VARIABLE_VALUE``; both spellings read)."""
 
     def get_tensor(self, name: str) -> np.ndarray:
-        return self.read(name)
+        return self.read(_ours(name))
 
     def has_tensor(self, name: str) -> bool:
-        return name in self
+        return _ours(name) in self
 
     def get_variable_to_shape_map(self) -> dict:
-        return {k: list(self.shape(k)) for k in self.keys()}
+        return {k + _TF_SUFFIX: list(self.shape(k)) for k in self.keys()}
 
     def get_variable_to_dtype_map(self) -> dict:
-        return {k: self.dtype(k) for k in self.keys()}
+        return {k + _TF_SUFFIX: self.dtype(k) for k in self.keys()}
 
 
 def load_checkpoint(ckpt_dir_or_file) -> _Reader:
@@ -71,10 +82,11 @@ def load_checkpoint(ckpt_dir_or_file) -> _Reader:
 
 
 def list_variables(ckpt_dir_or_file) -> list:
-    """``(name, shape)`` of every saved array, sorted by name (as TensorFlow lists them)."""
+    """``(name, shape)`` of every saved array, sorted by name, with TensorFlow's names
+    (``net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE``)."""
     reader = load_checkpoint(ckpt_dir_or_file)
     try:
-        return sorted((k, tuple(reader.shape(k))) for k in reader.keys())
+        return sorted((k + _TF_SUFFIX, tuple(reader.shape(k))) for k in reader.keys())
     finally:
         reader.close()
 
@@ -87,6 +99,6 @@ def load_variable(ckpt_dir_or_file, name: str) -> np.ndarray:
     """
     reader = load_checkpoint(ckpt_dir_or_file)
     try:
-        return reader.read(name)
+        return reader.get_tensor(name)
     finally:
         reader.close()

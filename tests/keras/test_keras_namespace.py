@@ -93,3 +93,39 @@ def test_backend_helpers():
     K.set_epsilon(1e-5)
     assert K.epsilon() == 1e-5
     assert K.is_keras_tensor(lk.keras.Input((2,))) and not K.is_keras_tensor(lk.ones(2))
+
+
+def test_layers_input_serialize_and_deserialize():
+    from layerkit.keras.layers import Input
+
+    assert Input is lk.Input and lk.keras.layers.Input((3,)).shape == (None, 3)
+    dense = lk.keras.layers.Dense(3, activation="relu", name="d")
+    config = lk.keras.layers.serialize(dense)
+    assert config["class_name"] == "Dense"
+    again = lk.keras.layers.deserialize(config)
+    assert type(again) is lk.layers.Dense and again.get_config() == dense.get_config()
+
+
+def test_executing_eagerly_is_false_only_while_tracing():
+    seen = []
+
+    @lk.function
+    def f(x):
+        seen.append(lk.executing_eagerly())
+        return x + 1
+
+    f(lk.constant(1.0))
+    f(lk.constant(2.0))
+    assert lk.executing_eagerly() and seen == [False]
+
+
+def test_summary_of_an_unbuilt_model_lists_its_layers_as_keras_does():
+    lines = []
+    model = lk.keras.Sequential([lk.keras.layers.Dense(2), lk.keras.layers.Dense(3)])
+    model.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert text.count("0 (unbuilt)") == 2 and "Total params: 0" in text
+    model.build((None, 4))
+    lines.clear()
+    model.summary(print_fn=lines.append)
+    assert "(None, 3)" in lines[0] and "Total params: 19" in lines[0]
