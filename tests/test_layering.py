@@ -5,18 +5,19 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "layerkit"
 
 # package -> packages it must never import
+_ABOVE_CORE = {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
+               "losses", "metrics", "callbacks", "initializers", "utils"}
 FORBIDDEN = {
-    "_core": {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
-              "losses", "metrics", "callbacks", "initializers"},
-    "ops": {"autodiff", "layers", "models", "optimizers", "data", "checkpoint", "losses",
-            "metrics", "callbacks", "initializers"},
-    "autodiff": {"layers", "models", "optimizers", "data", "checkpoint", "losses", "metrics",
-                 "callbacks", "initializers"},
-    "data": {"autodiff", "layers", "models", "optimizers", "checkpoint", "losses", "metrics",
-             "callbacks", "initializers"},
-    "checkpoint": {"layers", "models", "optimizers", "data", "losses", "metrics", "callbacks",
-                   "initializers"},
-    "layers": {"models", "data"},
+    "_core": _ABOVE_CORE,
+    "ops": _ABOVE_CORE - {"ops"},
+    "autodiff": _ABOVE_CORE - {"ops", "autodiff"},
+    "data": _ABOVE_CORE - {"ops", "data"},
+    "checkpoint": _ABOVE_CORE - {"ops", "autodiff", "checkpoint"},
+    "layers": {"models", "data", "callbacks", "utils"},
+    # lk.utils sits below callbacks and models (the callbacks reuse its Progbar) and
+    # reads models and layers by duck typing only.
+    "utils": {"models", "layers", "callbacks", "optimizers", "losses", "metrics"},
+    "callbacks": {"models", "layers"},
 }
 HEAVY = {"torch", "tensorflow", "jax", "pickle", "cloudpickle", "dill"}
 

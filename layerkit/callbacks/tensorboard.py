@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from layerkit.callbacks import Callback
+from layerkit.callbacks.callback import Callback
 from layerkit.io import tfevents
 
 __all__ = ["TensorBoard"]
