@@ -14,11 +14,13 @@ from layerkit.callbacks.history import History
 from layerkit.callbacks.lambda_callback import LambdaCallback
 from layerkit.callbacks.learning_rate_scheduler import LearningRateScheduler
 from layerkit.callbacks.model_checkpoint import ModelCheckpoint
+from layerkit.callbacks.monitor_callback import MonitorCallback
 from layerkit.callbacks.progbar_logger import ProgbarLogger
+from layerkit.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from layerkit.callbacks.tensorboard import TensorBoard
 from layerkit.callbacks.terminate_on_nan import TerminateOnNaN
 from layerkit.utils.progbar import Progbar
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "Progbar", "EarlyStopping",
            "ModelCheckpoint", "LearningRateScheduler", "CSVLogger", "TerminateOnNaN",
-           "LambdaCallback", "TensorBoard"]
+           "LambdaCallback", "TensorBoard", "ReduceLROnPlateau", "MonitorCallback"]

@@ -38,19 +38,20 @@ class ProgbarLogger(Callback):
             bool(isatty and isatty()) or "ipykernel" in sys.modules)
 
     def _new_bar(self, target) -> Progbar:
-        dynamic = None if self.params.get("verbose", 1) == 1 else False
-        return Progbar(target, stream=self._stream(), interval=self.interval, dynamic=dynamic)
+        # The logs hold running values already: show them as they are (Keras does too).
+        return Progbar(target, verbose=1 if self.params.get("verbose", 1) == 1 else 2,
+                       interval=self.interval, stateless_metrics=set(), stream=self._stream())
 
     def on_epoch_begin(self, epoch, logs=None) -> None:
         self._epoch = epoch
         self._bar = self._new_bar(self.params.get("steps"))
         epochs = self.params.get("epochs", 1)
-        if self._bar.dynamic:
+        if self._bar.dynamic and epochs > 1:
             self._stream().write(f"Epoch {epoch + 1}/{epochs}\n")
 
     def on_train_batch_end(self, batch, logs=None) -> None:
         if self._bar is not None:
-            self._bar.update(batch + 1, logs)
+            self._bar.update(batch + 1, logs, finalize=False)
 
     def on_epoch_end(self, epoch, logs=None) -> None:
         if self._bar is None:
@@ -66,7 +67,7 @@ class ProgbarLogger(Callback):
 
     def on_test_batch_end(self, batch, logs=None) -> None:
         if self._bar is not None and self.params.get("mode") == "evaluate":
-            self._bar.update(batch + 1, logs)
+            self._bar.update(batch + 1, logs, finalize=False)
 
     def on_test_end(self, logs=None) -> None:
         if self._bar is not None and self.params.get("mode") == "evaluate":
@@ -79,7 +80,7 @@ class ProgbarLogger(Callback):
 
     def on_predict_batch_end(self, batch, logs=None) -> None:
         if self._bar is not None:
-            self._bar.update(batch + 1)
+            self._bar.update(batch + 1, finalize=False)
 
     def on_predict_end(self, logs=None) -> None:
         if self._bar is not None:
