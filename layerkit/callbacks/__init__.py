@@ -6,6 +6,7 @@ not 0, a :class:`ProgbarLogger`. Callbacks see ``self.model`` and ``self.params`
 
 One family per module, as in Keras 3 (``keras/src/callbacks/``).
 """
+from layerkit.callbacks.backup_and_restore import BackupAndRestore
 from layerkit.callbacks.callback import Callback
 from layerkit.callbacks.callback_list import CallbackList
 from layerkit.callbacks.csv_logger import CSVLogger
@@ -23,4 +24,5 @@ from layerkit.utils.progbar import Progbar
 
 __all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "Progbar", "EarlyStopping",
            "ModelCheckpoint", "LearningRateScheduler", "CSVLogger", "TerminateOnNaN",
-           "LambdaCallback", "TensorBoard", "ReduceLROnPlateau", "MonitorCallback"]
+           "LambdaCallback", "TensorBoard", "ReduceLROnPlateau", "MonitorCallback",
+           "BackupAndRestore"]
