@@ -4,9 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 
-import numpy as np
-
-from layerkit.callbacks.callback import Callback
+from layerkit.callbacks.callback import Callback, batch_save_due, check_save_freq
 from layerkit.checkpoint import Checkpoint, CheckpointError, GlobalRNG
 
 
@@ -64,13 +62,8 @@ class BackupAndRestore(Callback):
         super().__init__()
         if not backup_dir:
             raise ValueError("BackupAndRestore: empty `backup_dir` argument passed")
-        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(
-                save_freq, (int, np.integer)) or save_freq < 1):
-            raise ValueError(f"BackupAndRestore: invalid value for argument `save_freq`: "
-                             f"expected 'epoch' or a positive integer, received "
-                             f"save_freq={save_freq!r}")
         self.backup_dir = os.fspath(backup_dir)
-        self.save_freq = save_freq
+        self.save_freq = check_save_freq(save_freq, "BackupAndRestore")
         self.double_checkpoint = double_checkpoint
         self.delete_checkpoint = delete_checkpoint
         self._path = os.path.join(self.backup_dir, self.FILENAME)
@@ -100,11 +93,7 @@ class BackupAndRestore(Callback):
                     raise
 
     def on_train_batch_end(self, batch, logs=None) -> None:
-        if self.save_freq == "epoch":
-            return
-        self._batches_seen_since_last_saving += 1
-        if self._batches_seen_since_last_saving >= self.save_freq:
-            self._batches_seen_since_last_saving = 0
+        if batch_save_due(self):
             self._save()
 
     def on_epoch_end(self, epoch, logs=None) -> None:

@@ -1,6 +1,8 @@
 """``Callback``: the base class of the hooks ``Model.fit``/``evaluate``/``predict`` call."""
 from __future__ import annotations
 
+import numpy as np
+
 
 class Callback:
     """Base class: override any of the ``on_*`` hooks (Keras 3's ``keras.callbacks.Callback``).
@@ -84,3 +86,24 @@ def _defines(cb: Callback, hook: str) -> bool:
 def _overrides(cb: Callback, hook: str) -> bool:
     """Whether ``cb`` does something in ``hook`` (itself or through its Keras 2 alias)."""
     return _defines(cb, hook) or (hook in _ALIASES and _defines(cb, _ALIASES[hook]))
+
+
+def check_save_freq(save_freq, what: str):
+    """``'epoch'`` or a positive int (ModelCheckpoint's and BackupAndRestore's argument)."""
+    if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(
+            save_freq, (int, np.integer)) or save_freq < 1):
+        raise ValueError(f"{what}: save_freq must be 'epoch' or a positive integer. "
+                         f"Received: save_freq={save_freq!r}")
+    return save_freq
+
+
+def batch_save_due(cb) -> bool:
+    """Count a training batch for a callback with an integer ``save_freq``; True (and the
+    count restarts) every ``save_freq`` batches, counted across epochs as Keras does."""
+    if cb.save_freq == "epoch":
+        return False
+    cb._batches_seen_since_last_saving += 1
+    if cb._batches_seen_since_last_saving < cb.save_freq:
+        return False
+    cb._batches_seen_since_last_saving = 0
+    return True

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from layerkit.callbacks.callback import batch_save_due, check_save_freq
 from layerkit.callbacks.monitor_callback import MonitorCallback
 
 
@@ -55,16 +56,12 @@ class ModelCheckpoint(MonitorCallback):
         self.verbose = verbose
         self.save_best_only = save_best_only
         self.save_weights_only = save_weights_only
-        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(
-                save_freq, (int, np.integer)) or save_freq < 1):
-            raise ValueError(f"ModelCheckpoint: save_freq must be 'epoch' or a positive int. "
-                             f"Received: save_freq={save_freq!r}")
         if save_weights_only and self.filepath.lower().endswith(".keras"):
             raise ValueError(
                 f"ModelCheckpoint: with save_weights_only=True the filepath must be a weights "
                 f"file (e.g. '.weights.h5'), not a '.keras' model archive. Received: "
                 f"filepath={self.filepath}")
-        self.save_freq = save_freq
+        self.save_freq = check_save_freq(save_freq, "ModelCheckpoint")
         self._batches_seen_since_last_saving = 0
         self._current_epoch = 0
 
@@ -72,11 +69,7 @@ class ModelCheckpoint(MonitorCallback):
         self._current_epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None) -> None:
-        if self.save_freq == "epoch":
-            return
-        self._batches_seen_since_last_saving += 1
-        if self._batches_seen_since_last_saving >= self.save_freq:
-            self._batches_seen_since_last_saving = 0
+        if batch_save_due(self):
             self._save_model(self._current_epoch, batch, logs)
 
     def on_epoch_end(self, epoch, logs=None) -> None:

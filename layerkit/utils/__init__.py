@@ -6,9 +6,15 @@
 - :func:`timeseries_dataset_from_array`, :func:`split_dataset` (``lk.data`` Datasets),
 - :class:`Progbar` (the bar ``fit`` shows),
 - :func:`plot_model` (PNG/SVG/PDF with matplotlib, a text diagram or DOT; no graphviz),
-- :func:`get_file` (Keras's file cache; local ``file://`` origins only, no downloads).
+- :func:`get_file` (Keras's file cache; local ``file://`` origins only, no downloads),
+- :func:`image_dataset_from_directory` (PNG and BMP built in, JPEG and GIF with Pillow),
+  :func:`text_dataset_from_directory`.
 """
 from layerkit.utils.dataset_utils import split_dataset
+from layerkit.utils.directory_dataset_utils import (
+    image_dataset_from_directory,
+    text_dataset_from_directory,
+)
 from layerkit.utils.file_utils import get_file
 from layerkit.utils.model_visualization import plot_model
 from layerkit.utils.numerical_utils import normalize, to_categorical
@@ -19,4 +25,4 @@ from layerkit.utils.timeseries_dataset_utils import timeseries_dataset_from_arra
 
 __all__ = ["to_categorical", "normalize", "set_random_seed", "pad_sequences",
            "timeseries_dataset_from_array", "split_dataset", "Progbar", "plot_model",
-           "get_file"]
+           "get_file", "image_dataset_from_directory", "text_dataset_from_directory"]
