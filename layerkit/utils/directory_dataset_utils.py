@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from layerkit.data import Dataset
+from layerkit.data import AUTOTUNE, Dataset
 from layerkit.ops.image import RESIZE_METHODS
 from layerkit.utils import image_utils
 
@@ -115,8 +115,10 @@ def _index_directory(what: str, directory, labels, formats, class_names, shuffle
 
 def _subsets(what: str, noun: str, directory, paths, labels, validation_split,
              subset) -> list:
-    """``[(paths, labels, is_training)]`` for the requested subset(s): Keras's split, the
-    validation files are the last ``int(validation_split * n)`` of the shuffled list."""
+    """``[(paths, labels, reshuffled)]`` for the requested subset(s): Keras's split, the
+    validation files are the last ``int(validation_split * n)`` of the shuffled list.
+    ``reshuffled`` is False only for the validation half of ``subset='both'`` (Keras
+    buffer-shuffles a lone ``'validation'`` subset, but not that one)."""
     if not validation_split:
         if not paths:
             raise ValueError(f"{what}: no {noun} found in directory {directory}.")
@@ -133,16 +135,20 @@ def _subsets(what: str, noun: str, directory, paths, labels, validation_split,
             raise ValueError(f"{what}: no {part} {noun} found in directory {directory}: "
                              f"validation_split={validation_split} of {len(paths)} files "
                              f"gives {n_val} validation files.")
-        out.append((paths[sl], None if labels is None else labels[sl], part == "training"))
+        out.append((paths[sl], None if labels is None else labels[sl],
+                    subset != "both" or part == "training"))
     return out
 
 
 def _label_array(labels, label_mode, num_classes) -> np.ndarray:
+    """Keras's label encodings: int32, float32 ``(n, 1)`` or one-hot float32 (a label
+    outside ``[0, num_classes)`` is all zeros, as ``tf.one_hot``)."""
     labels = np.asarray(labels)
     if label_mode == "binary":
         return labels.astype(np.float32)[:, None]
     if label_mode == "categorical":
-        return np.eye(num_classes, dtype=np.float32)[labels.astype(np.int64)]
+        return (labels.astype(np.int64)[:, None] == np.arange(num_classes)).astype(
+            np.float32)
     return labels.astype(np.int32)
 
 
@@ -161,10 +167,10 @@ def _build(what: str, noun: str, directory, formats, load, labels, label_mode, c
         raise ValueError(f'{what}: when passing label_mode="binary", there must be exactly 2 '
                          f"class_names. Received: class_names={names}")
     datasets = []
-    for part_paths, part_labels, training in _subsets(what, noun, directory, paths, found,
-                                                      validation_split, subset):
+    for part_paths, part_labels, reshuffled in _subsets(what, noun, directory, paths, found,
+                                                        validation_split, subset):
         index = Dataset.from_tensor_slices(np.arange(len(part_paths)))
-        if shuffle and training:   # Keras reshuffles within a buffer each epoch
+        if shuffle and reshuffled:   # Keras reshuffles within a buffer each epoch
             index = index.shuffle(batch_size * 8 if batch_size else 1024, seed=seed)
         targets = None if part_labels is None else _label_array(part_labels, label_mode,
                                                                 len(names))
@@ -174,7 +180,7 @@ def _build(what: str, noun: str, directory, formats, load, labels, label_mode, c
             x = load(part_paths[i])
             return x if targets is None else (x, targets[i])
 
-        ds = index.map(element)
+        ds = index.map(element, num_parallel_calls=AUTOTUNE)   # file reads, zlib
         if batch_size is not None:
             ds = ds.batch(batch_size)
         out = DirectoryDataset(ds.prefetch(2)._node)
@@ -194,8 +200,9 @@ def text_dataset_from_directory(directory, labels="inferred", label_mode="int",
     Keras 3's ``keras.utils.text_dataset_from_directory``: with ``labels='inferred'`` each
     subdirectory of ``directory`` is a class (sorted by name, or ``class_names``' order);
     the files are listed in sorted order and shuffled with
-    ``numpy.random.RandomState(seed)`` (Keras's order), and the training data is
-    reshuffled each epoch within a buffer of ``8 * batch_size``. Texts are ``bytes``
+    ``numpy.random.RandomState(seed)`` (Keras's order), and each pass reshuffles within a
+    buffer of ``8 * batch_size`` (1024 unbatched), except the validation dataset of
+    ``subset='both'``, which keeps the file order. Texts are ``bytes``
     (UTF-8, as TensorFlow strings); ``max_length`` keeps their first bytes.
 
     Args:

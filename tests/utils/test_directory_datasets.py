@@ -59,6 +59,11 @@ def test_text_label_modes_max_length_and_explicit_labels(texts):
     given = lk.utils.text_dataset_from_directory(texts / "neg", labels=[3, 1, 3, 2], **kw)
     assert given.class_names == ["1", "2", "3"]
     assert [int(y) for _, y in given.as_numpy_iterator()] == [3, 1, 3, 2]
+    # one-hot over len(class_names) = 3 columns: label 3 is out of range, all zeros
+    onehot = lk.utils.text_dataset_from_directory(texts / "neg", labels=[3, 1, 3, 2],
+                                                  label_mode="categorical", **kw)
+    assert [y.tolist() for _, y in onehot.as_numpy_iterator()] == [
+        [0, 0, 0], [0, 1, 0], [0, 0, 0], [0, 0, 1]]
 
 
 def test_text_validation_split_is_keras_randomstate_order(texts):
@@ -69,10 +74,17 @@ def test_text_validation_split_is_keras_randomstate_order(texts):
     files = sorted(f"{c}/{i:02d}.txt" for c, n in (("neg", 4), ("pos", 6)) for i in range(n))
     np.random.RandomState(7).shuffle(files)   # Keras: the sorted list, RandomState(seed)
     expected_val = [(texts / f).read_bytes() for f in files[-3:]]   # int(0.3 * 10) = 3
-    assert [t for t, _ in val.as_numpy_iterator()] == expected_val   # no buffer shuffle
+    # a lone validation subset is buffer-shuffled (Keras too): same files, any order
+    assert sorted(t for t, _ in val.as_numpy_iterator()) == sorted(expected_val)
     train_texts = sorted(t for t, _ in train.as_numpy_iterator())
     assert train_texts == sorted((texts / f).read_bytes() for f in files[:-3])
+    # subset="both": the validation half keeps the split's order
     assert len(both) == 2 and [t for t, _ in both[1].as_numpy_iterator()] == expected_val
+    unshuffled = lk.utils.text_dataset_from_directory(
+        texts, subset="validation", shuffle=False, batch_size=None, validation_split=0.3,
+        verbose=False)
+    assert [t for t, _ in unshuffled.as_numpy_iterator()] == [
+        (texts / f).read_bytes() for f in sorted(files)[-3:]]
 
 
 def test_text_argument_errors(texts, tmp_path):
