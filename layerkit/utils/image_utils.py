@@ -5,7 +5,7 @@ interlacing) and BMP (uncompressed 1/4/8-bit palette, 24 and 32-bit) with NumPy 
 standard library's ``zlib``; JPEG, GIF and the rarer BMP variants go through Pillow, an
 optional extra (``pip install layerkit[images]``). The channel conversions are
 ``tf.io.decode_image``'s (libpng's): 16-bit samples keep their high byte, RGB to grayscale
-is ``(9797 R + 19234 G + 3737 B) >> 15`` (ITU-R 601, truncated), a missing alpha channel
+is ``(9797 R + 19234 G + 3737 B) >> 15`` (ITU-R 601; 16-bit rounds), a missing alpha channel
 is 255 and a dropped one is discarded (no compositing).
 
 ``resize_image`` is the resize step of Keras's loader: ``tf.image.resize`` (half-pixel
@@ -205,10 +205,11 @@ def _png_to_channels(samples: np.ndarray, info: dict, channels: int) -> np.ndarr
 
 
 def rgb_to_gray(rgb: np.ndarray) -> np.ndarray:
-    """libpng's (and so TensorFlow's PNG decoder's) truncated ITU-R 601 luma."""
+    """libpng's (and so TensorFlow's PNG decoder's) ITU-R 601 luma: truncated for 8-bit
+    samples, rounded for 16-bit ones."""
     r, g, b = (rgb[..., i].astype(np.int64) for i in range(3))
     rc, gc, bc = _GRAY_COEFFS
-    gray = (rc * r + gc * g + bc * b) >> 15
+    gray = (rc * r + gc * g + bc * b + (16384 if rgb.dtype == np.uint16 else 0)) >> 15
     return gray.astype(rgb.dtype)[..., None]
 
 

@@ -218,11 +218,11 @@ def test_png_rgb_rgba_gray_all_filters_and_interlacing(interlace, depth):
     np.testing.assert_array_equal(decode(png_bytes(rgba, 6, depth, interlace=interlace), 4),
                                   to8)
     np.testing.assert_array_equal(decode(png_bytes(rgba, 6, depth), 3), to8[..., :3])
-    # grayscale: libpng's truncated 601 luma, (9797 R + 19234 G + 3737 B) >> 15, on the
-    # full-depth samples
-    luma = (9797 * rgba[..., 0] + 19234 * rgba[..., 1] + 3737 * rgba[..., 2]) >> 15
+    # grayscale: libpng's 601 luma, (9797 R + 19234 G + 3737 B) >> 15 on the full-depth
+    # samples, truncated at 8 bits and rounded at 16
+    dot = 9797 * rgba[..., 0] + 19234 * rgba[..., 1] + 3737 * rgba[..., 2]
     np.testing.assert_array_equal(decode(rgb_png, 1)[..., 0],
-                                  (luma >> 8) if depth == 16 else luma)
+                                  ((dot + 16384) >> 15) >> 8 if depth == 16 else dot >> 15)
     gray_alpha = png_bytes(rgba[..., :2], 4, depth, interlace=interlace)
     np.testing.assert_array_equal(decode(gray_alpha, 3), np.repeat(to8[..., :1], 3, -1))
     np.testing.assert_array_equal(decode(gray_alpha, 4)[..., 3], to8[..., 1])
