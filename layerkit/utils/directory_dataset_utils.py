@@ -32,7 +32,7 @@ def _check_arguments(what: str, labels, label_mode, class_names, validation_spli
     if format not in ("tf", "grain"):
         raise ValueError(f'{what}: `format` should be either "tf" or "grain". Received: '
                          f"format={format!r}")
-    if labels not in ("inferred", None):
+    if labels is not None and not (isinstance(labels, str) and labels == "inferred"):
         if not isinstance(labels, (list, tuple)):
             raise ValueError(f"{what}: `labels` should be 'inferred', None, or a list/tuple of "
                              f"integer labels, one per file in the directory (sorted order). "

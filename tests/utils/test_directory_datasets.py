@@ -99,6 +99,8 @@ def test_text_argument_errors(texts, tmp_path):
         t(texts, label_mode="onehot")
     with pytest.raises(ValueError, match="did not match the names"):
         t(texts, class_names=["neg", "neutral"])
+    with pytest.raises(ValueError, match="list/tuple of integer labels"):
+        t(texts, labels=np.zeros(10, int))   # Keras takes lists and tuples only
     with pytest.raises(ValueError, match="len\\(labels\\) is 2 while we found 10 files"):
         t(texts, labels=[0, 1])
     (texts / "third").mkdir()
