@@ -256,7 +256,8 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     Keras 3's ``keras.utils.image_dataset_from_directory``, with its rules for labels,
     file order, shuffling and splits (see :func:`text_dataset_from_directory`) and
     TensorFlow's pixels: PNG and BMP are decoded by layerkit itself (NumPy and ``zlib``;
-    no extra dependency), JPEG and GIF by Pillow, an optional extra
+    no extra dependency, though Pillow speeds up PNG when installed), JPEG and GIF by
+    Pillow, an optional extra
     (``pip install layerkit[images]``). Images are resized to ``image_size`` with
     ``tf.image.resize``'s numbers (half-pixel centres) and come as float32 in
     ``[0, 255]``, except with ``interpolation='nearest'``, which keeps uint8 as

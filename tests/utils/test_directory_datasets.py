@@ -207,9 +207,19 @@ def bmp_bytes(rgb=None, index=None, palette=None, top_down=False, alpha=None):
 decode = lk.utils.image_utils.decode_image
 
 
+@pytest.fixture(params=["numpy", "pillow"])
+def png_path(request, monkeypatch):
+    """Run a test with PNG pixel data unpacked by NumPy (Pillow hidden) and by Pillow."""
+    if request.param == "numpy":
+        monkeypatch.setitem(sys.modules, "PIL", None)
+    else:
+        pytest.importorskip("PIL.Image")
+    return request.param
+
+
 @pytest.mark.parametrize("interlace", [False, True])
 @pytest.mark.parametrize("depth", [8, 16])
-def test_png_rgb_rgba_gray_all_filters_and_interlacing(interlace, depth):
+def test_png_rgb_rgba_gray_all_filters_and_interlacing(interlace, depth, png_path):
     rng = np.random.default_rng(depth + interlace)
     top = 255 if depth == 8 else 65535
     rgba = rng.integers(0, top + 1, (13, 11, 4))
@@ -231,7 +241,7 @@ def test_png_rgb_rgba_gray_all_filters_and_interlacing(interlace, depth):
 
 
 @pytest.mark.parametrize("depth", [1, 2, 4, 8])
-def test_png_low_bit_depths_palettes_and_transparency(depth):
+def test_png_low_bit_depths_palettes_and_transparency(depth, png_path):
     rng = np.random.default_rng(depth)
     values = rng.integers(0, 2 ** depth, (9, 19))
     scale = 255 // (2 ** depth - 1)   # gray samples expand by bit replication
@@ -247,7 +257,20 @@ def test_png_low_bit_depths_palettes_and_transparency(depth):
     np.testing.assert_array_equal(decode(pal, 4)[..., 3], expected_alpha)
 
 
-def test_rgb_trns_and_damaged_png_errors():
+def test_pillow_unpacks_8_bit_and_palette_pngs_when_installed():
+    pytest.importorskip("PIL.Image")
+    unpack = lk.utils.image_utils._pillow_png_samples
+    rng = np.random.default_rng(9)
+    rgba = rng.integers(0, 256, (5, 6, 4))
+    for ct, ch in ((0, 1), (2, 3), (4, 2), (6, 4)):
+        got = unpack(png_bytes(rgba[..., :ch], ct, interlace=True), ct, (5, 6, ch))
+        np.testing.assert_array_equal(got, rgba[..., :ch])
+    index = rng.integers(0, 4, (5, 6))
+    pal = png_bytes(index, 3, 2, palette=rng.integers(0, 256, (4, 3)), trns=b"\0")
+    np.testing.assert_array_equal(unpack(pal, 3, (5, 6, 1))[..., 0], index)
+
+
+def test_rgb_trns_and_damaged_png_errors(png_path):
     rgb = np.array([[[1, 2, 3], [4, 5, 6]]])
     clear = png_bytes(rgb, 2, trns=struct.pack(">HHH", 4, 5, 6))
     assert decode(clear, 4)[..., 3].tolist() == [[255, 0]]
