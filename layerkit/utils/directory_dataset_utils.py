@@ -312,9 +312,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     if interpolation not in RESIZE_METHODS:
         raise ValueError(f"{what}: interpolation={interpolation!r} is not available in "
                          f"layerkit; use one of {RESIZE_METHODS}")
-    if data_format not in (None, "channels_last", "channels_first"):
-        raise ValueError(f"{what}: `data_format` must be 'channels_last' or "
-                         f"'channels_first'. Received: data_format={data_format!r}")
+    data_format = image_utils.check_data_format(what, data_format)
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError(f"{what}: only one of `pad_to_aspect_ratio`, "
                          f"`crop_to_aspect_ratio` can be set to `True`.")

@@ -378,3 +378,162 @@ def resize_image(img: np.ndarray, size: tuple[int, int], interpolation: str,
         canvas[pad[0]:pad[0] + th, pad[1]:pad[1] + tw] = out
         out = canvas
     return out
+
+
+# =====================================================================================
+# Keras's PIL helpers: load_img, img_to_array, array_to_img, save_img
+# =====================================================================================
+_PIL_RESAMPLING = ("nearest", "bilinear", "bicubic", "hamming", "box", "lanczos")
+
+
+def _pil(what: str):
+    try:
+        from PIL import Image
+    except ImportError as e:
+        raise ImportError(f"{what} works on Pillow images and needs Pillow, an optional "
+                          f"extra: {PILLOW_HINT}") from e
+    return Image
+
+
+def check_data_format(what: str, data_format) -> str:
+    """``data_format`` with None read as ``'channels_last'`` (Keras's default)."""
+    if data_format in (None, "channels_last", "channels_first"):
+        return data_format or "channels_last"
+    raise ValueError(f"{what}: `data_format` must be 'channels_last' or 'channels_first'. "
+                     f"Received: data_format={data_format!r}")
+
+
+def load_img(path, color_mode: str = "rgb", target_size=None,
+             interpolation: str = "nearest", keep_aspect_ratio: bool = False):
+    """Load an image file as a Pillow image (Keras 3's ``keras.utils.load_img``).
+
+    Args:
+        path: a path (str, bytes, ``pathlib.Path``) or an ``io.BytesIO``.
+        color_mode: ``'rgb'``, ``'rgba'`` or ``'grayscale'`` (16/32-bit grayscale images
+            are kept as they are).
+        target_size: None (the file's size) or ``(height, width)``.
+        interpolation: Pillow's filter for resizing: ``'nearest'`` (default),
+            ``'bilinear'``, ``'bicubic'``, ``'hamming'``, ``'box'`` or ``'lanczos'``.
+        keep_aspect_ratio: resize the largest centred crop with the target's aspect ratio.
+
+    Returns:
+        A ``PIL.Image.Image``.
+
+    Raises:
+        ImportError: Pillow is not installed.
+        TypeError: ``path`` is not path-like or a BytesIO.
+        ValueError: an unknown ``color_mode`` or ``interpolation``.
+
+    Example:
+        >>> img = lk.utils.load_img("cat.jpg", target_size=(180, 180))  # doctest: +SKIP
+        >>> x = lk.utils.img_to_array(img)[None]                         # doctest: +SKIP
+    """
+    import io
+    import os
+
+    Image = _pil("load_img")
+    if isinstance(path, io.BytesIO):
+        img = Image.open(path)
+    elif isinstance(path, (str, bytes, os.PathLike)):
+        with open(path, "rb") as f:
+            img = Image.open(io.BytesIO(f.read()))
+    else:
+        raise TypeError(f"load_img: path should be path-like or io.BytesIO, not "
+                        f"{type(path).__name__}")
+    modes = {"grayscale": ("L", "I;16", "I"), "rgb": ("RGB",), "rgba": ("RGBA",)}
+    if color_mode not in modes:
+        raise ValueError(f'load_img: color_mode must be "grayscale", "rgb", or "rgba". '
+                         f"Received: color_mode={color_mode!r}")
+    if img.mode not in modes[color_mode]:
+        img = img.convert(modes[color_mode][0])
+    if target_size is not None:
+        size = (int(target_size[1]), int(target_size[0]))   # Pillow's (width, height)
+        if img.size != size:
+            if interpolation not in _PIL_RESAMPLING:
+                raise ValueError(f"load_img: invalid interpolation method "
+                                 f"{interpolation!r}. Supported methods are "
+                                 f"{', '.join(_PIL_RESAMPLING)}")
+            resample = getattr(Image.Resampling, interpolation.upper())
+            box = None
+            if keep_aspect_ratio:
+                w, h = img.size
+                ch, cw = min(h, w * size[1] // size[0]), min(w, h * size[0] // size[1])
+                top, left = (h - ch) // 2, (w - cw) // 2
+                box = (left, top, left + cw, top + ch)
+            img = img.resize(size, resample, box=box)
+    return img
+
+
+def img_to_array(img, data_format=None, dtype=None) -> np.ndarray:
+    """A Pillow image (or anything array-like) as a 3-D NumPy array (Keras 3's
+    ``keras.utils.img_to_array``): ``(height, width, channels)``, a grayscale image
+    getting a channel axis, or channels first; float32 unless ``dtype`` is given.
+
+    Raises:
+        ValueError: the image is not 2-D or 3-D, or a bad ``data_format``.
+    """
+    data_format = check_data_format("img_to_array", data_format)
+    x = np.asarray(img, dtype=dtype or "float32")
+    if x.ndim == 2:
+        x = x[None] if data_format == "channels_first" else x[..., None]
+    elif x.ndim == 3:
+        if data_format == "channels_first":
+            x = x.transpose(2, 0, 1)
+    else:
+        raise ValueError(f"img_to_array: unsupported image shape: {x.shape}")
+    return x
+
+
+def array_to_img(x, data_format=None, scale: bool = True, dtype=None):
+    """A 3-D array as a Pillow image (Keras 3's ``keras.utils.array_to_img``).
+
+    With ``scale`` the values are mapped linearly so that the minimum is 0 and the
+    maximum 255; then they are truncated to uint8 (one channel above 255: a 32-bit
+    ``'I'`` image). 1, 3 or 4 channels give ``'L'``, ``'RGB'`` or ``'RGBA'``.
+
+    Raises:
+        ImportError: Pillow is not installed.
+        ValueError: not a single image (rank 3) or an unsupported channel count.
+    """
+    data_format = check_data_format("array_to_img", data_format)
+    Image = _pil("array_to_img")
+    x = np.array(x, dtype=dtype or "float32")
+    if x.ndim != 3:
+        raise ValueError(f"array_to_img: expected image array to have rank 3 (single "
+                         f"image). Got array with shape: {x.shape}")
+    if data_format == "channels_first":
+        x = x.transpose(1, 2, 0)
+    if scale:
+        x = x - np.min(x)
+        top = np.max(x)
+        if top != 0:
+            x = x / top
+        x = x * 255
+    mode = {4: "RGBA", 3: "RGB", 1: "L"}.get(x.shape[2])
+    if mode is None:
+        raise ValueError(f"array_to_img: unsupported channel number: {x.shape[2]}")
+    if mode == "L":
+        if np.max(x) > 255:
+            return Image.fromarray(x[:, :, 0].astype(np.int32), "I")
+        return Image.fromarray(x[:, :, 0].astype(np.uint8), "L")
+    return Image.fromarray(x.astype(np.uint8), mode)
+
+
+def save_img(path, x, data_format=None, file_format: str | None = None, scale: bool = True,
+             **kwargs) -> None:
+    """Save a 3-D array as an image file (Keras 3's ``keras.utils.save_img``): the format
+    from ``file_format`` or the file name's extension; RGBA saved as JPEG is converted to
+    RGB with a warning; ``kwargs`` go to Pillow's ``Image.save``."""
+    import pathlib
+    import warnings
+
+    if file_format is None and isinstance(path, (str, pathlib.Path)):
+        file_format = pathlib.Path(path).suffix[1:].lower()
+    if file_format and file_format.lower() == "jpg":
+        file_format = "jpeg"
+    img = array_to_img(x, data_format=data_format, scale=scale)
+    if img.mode == "RGBA" and file_format == "jpeg":
+        warnings.warn("save_img: the JPEG format does not support RGBA images, converting "
+                      "to RGB.", stacklevel=2)
+        img = img.convert("RGB")
+    img.save(path, format=file_format, **kwargs)

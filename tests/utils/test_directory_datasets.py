@@ -435,3 +435,57 @@ def test_image_argument_errors(images, tmp_path):
     (tmp_path / "no_images").mkdir()
     with pytest.raises(ValueError, match="no images found"):
         f(tmp_path / "no_images", verbose=False)
+
+
+# ---- load_img / img_to_array / array_to_img / save_img (Pillow images, as Keras) --------
+def test_load_img_and_array_conversions(tmp_path):
+    pytest.importorskip("PIL.Image")
+    u = lk.utils
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (6, 8, 3)).astype(np.uint8)
+    u.save_img(tmp_path / "x.png", x, scale=False)
+    img = u.load_img(tmp_path / "x.png")
+    assert img.mode == "RGB" and img.size == (8, 6)   # Pillow's (width, height)
+    arr = u.img_to_array(img)
+    assert arr.dtype == np.float32
+    np.testing.assert_array_equal(arr, x)
+    np.testing.assert_array_equal(u.img_to_array(img, "channels_first"), x.transpose(2, 0, 1))
+    with open(tmp_path / "x.png", "rb") as f:
+        from_bytes = u.load_img(io.BytesIO(f.read()), target_size=(6, 6),
+                                keep_aspect_ratio=True)
+    # the centred 6x6 crop of the 6x8 image (columns 1..6), resized to its own size
+    np.testing.assert_array_equal(u.img_to_array(from_bytes), x[:, 1:7])
+    gray = u.img_to_array(u.load_img(tmp_path / "x.png", color_mode="grayscale"))
+    assert gray.shape == (6, 8, 1)
+    assert u.load_img(tmp_path / "x.png", target_size=(3, 5)).size == (5, 3)
+    # array_to_img: scaled linearly to [0, 255] then truncated to uint8
+    v = np.linspace(-1.0, 3.0, 12).reshape(2, 2, 3)
+    np.testing.assert_array_equal(np.asarray(u.array_to_img(v)),
+                                  ((v + 1) / 4 * 255).astype(np.uint8))
+    big = u.array_to_img(np.array([[[0.0], [1000.0]]]), scale=False)
+    assert big.mode == "I" and np.asarray(big).tolist() == [[0, 1000]]
+    assert u.array_to_img(np.ones((1, 3, 1)) * 7, scale=False).mode == "L"
+    with pytest.warns(UserWarning, match="JPEG format does not support RGBA"):
+        u.save_img(tmp_path / "y.jpg", rng.random((4, 4, 4)))
+    assert u.load_img(tmp_path / "y.jpg").size == (4, 4)
+
+
+def test_load_img_errors(tmp_path, monkeypatch):
+    pytest.importorskip("PIL.Image")
+    u = lk.utils
+    u.save_img(tmp_path / "x.png", np.zeros((2, 2, 3)))
+    with pytest.raises(TypeError, match="path-like or io.BytesIO"):
+        u.load_img(3)
+    with pytest.raises(ValueError, match="color_mode"):
+        u.load_img(tmp_path / "x.png", color_mode="cmyk")
+    with pytest.raises(ValueError, match="invalid interpolation method 'area'"):
+        u.load_img(tmp_path / "x.png", target_size=(3, 3), interpolation="area")
+    with pytest.raises(ValueError, match="rank 3"):
+        u.array_to_img(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="channel number: 2"):
+        u.array_to_img(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="unsupported image shape"):
+        u.img_to_array(np.zeros((2, 2, 2, 2)))
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(ImportError, match=r"layerkit\[images\]"):
+        u.load_img(tmp_path / "x.png")
