@@ -15,7 +15,7 @@ from layerkit._core.variable import Variable
 from layerkit.ops import *  # noqa: F403
 from layerkit.autodiff import *  # noqa: F403
 from layerkit import data, initializers, layers, nn, random, regularizers  # noqa: E402
-from layerkit import callbacks, losses, metrics, models, optimizers  # noqa: E402
+from layerkit import callbacks, losses, metrics, models, optimizers, utils  # noqa: E402
 from layerkit import constraints, saving  # noqa: E402
 from layerkit.models import Input, Model, Sequential  # noqa: E402
 

@@ -5,18 +5,19 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "layerkit"
 
 # package -> packages it must never import
+_ABOVE_CORE = {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
+               "losses", "metrics", "callbacks", "initializers", "utils", "distribute"}
 FORBIDDEN = {
-    "_core": {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
-              "losses", "metrics", "callbacks", "initializers", "distribute"},
-    "ops": {"autodiff", "layers", "models", "optimizers", "data", "checkpoint", "losses",
-            "metrics", "callbacks", "initializers", "distribute"},
-    "autodiff": {"layers", "models", "optimizers", "data", "checkpoint", "losses", "metrics",
-                 "callbacks", "initializers", "distribute"},
-    "data": {"autodiff", "layers", "models", "optimizers", "checkpoint", "losses", "metrics",
-             "callbacks", "initializers", "distribute"},
-    "checkpoint": {"layers", "models", "optimizers", "data", "losses", "metrics", "callbacks",
-                   "initializers", "distribute"},
-    "layers": {"models", "data", "distribute"},
+    "_core": _ABOVE_CORE,
+    "ops": _ABOVE_CORE - {"ops"},
+    "autodiff": _ABOVE_CORE - {"ops", "autodiff"},
+    "data": _ABOVE_CORE - {"ops", "data"},
+    "checkpoint": _ABOVE_CORE - {"ops", "autodiff", "checkpoint"},
+    "layers": {"models", "data", "callbacks", "utils", "distribute"},
+    # lk.utils sits below callbacks and models (the callbacks reuse its Progbar) and
+    # reads models and layers by duck typing only.
+    "utils": {"models", "layers", "callbacks", "optimizers", "losses", "metrics", "distribute"},
+    "callbacks": {"models", "layers"},
     # lk.distribute is reached only through layerkit._core.distribution (a seam)
     "models": {"distribute"},
     "optimizers": {"distribute"},

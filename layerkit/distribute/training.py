@@ -158,9 +158,15 @@ class _Feeder:
     def exhausted(self) -> bool:
         return getattr(self.inner, "exhausted", False)
 
-    def epoch(self):
+    def get_state(self) -> dict:   # BackupAndRestore: this rank's position
+        return self.inner.get_state()
+
+    def set_state(self, state: dict) -> None:
+        self.inner.set_state(state)
+
+    def epoch(self, done: int = 0):
         fit = self.strategy._fit if self.strategy is not None else None
-        for batch in self.inner.epoch():
+        for batch in self.inner.epoch(done):
             if batch is None:
                 continue
             if fit is not None:
@@ -217,9 +223,9 @@ def _distribute_feeder(strategy, feeder, what: str):
     if isinstance(feeder, _data.ArrayFeeder):
         # one permutation per epoch on every rank: rank 0's generator state
         if feeder._rng is not None:
-            state = json.dumps(feeder._rng.bit_generator.state).encode()
-            feeder._rng.bit_generator.state = json.loads(
-                w.bcast_bytes(state, f"{what}: agreeing on the shuffle seed"))
+            state = json.dumps(feeder._rng.get_state()).encode()
+            feeder._rng.set_state(json.loads(
+                w.bcast_bytes(state, f"{what}: agreeing on the shuffle seed")))
         feeder.__class__ = _RankArrayFeeder
         feeder._rank, feeder._ranks = w.rank, w.size
         return feeder, feeder.batch_size / w.size

@@ -31,6 +31,7 @@ from layerkit import (
     random,
     regularizers,
     saving,
+    utils,
 )
 from layerkit.keras import activations, backend, mixed_precision
 from layerkit.models import Model, Sequential
@@ -38,13 +39,13 @@ from layerkit.models.functional import Input
 
 __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks",
            "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision",
-           "models", "optimizers", "random", "regularizers", "saving"]
+           "models", "optimizers", "random", "regularizers", "saving", "utils"]
 
 _ALIASES = {"callbacks": callbacks, "constraints": constraints,
             "initializers": initializers, "layers": layers, "losses": losses,
             "metrics": metrics, "models": models, "optimizers": optimizers,
             "optimizers.schedules": optimizers.schedules, "random": random,
-            "regularizers": regularizers, "saving": saving}
+            "regularizers": regularizers, "saving": saving, "utils": utils}
 
 
 def _register(aliases: dict) -> None:

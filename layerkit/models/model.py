@@ -55,7 +55,7 @@ from layerkit.layers import layer as _layer_module
 from layerkit.layers.layer import Layer, gather_losses
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.layers.tracking import unique_name
-from layerkit.models import _compile, _data
+from layerkit.models import _compile, _data, _fit_state
 from layerkit.models import functional as _functional
 from layerkit.models import summary as _summary
 from layerkit.models._data import pack_x_y_sample_weight, unpack_x_y_sample_weight
@@ -152,7 +152,7 @@ class Model(Layer):
     def _init_training_state(self) -> None:
         d = self.__dict__
         d.update(optimizer=None, compiled=False, stop_training=False, history=None,
-                 run_eagerly=False, _compile_loss=None, _compile_metrics=None,
+                 run_eagerly=False, _fit_state=None, _compile_loss=None, _compile_metrics=None,
                  _loss_tracker=None, _implicit_build=False, _step_cache=None,
                  _defer_logs=False, _step_functions={}, _step_functions_key=None,
                  _distribute_strategy=distribution.scope)
@@ -622,13 +622,21 @@ class Model(Layer):
         if dist is not None:   # lk.distribute: this rank's part of the data
             feeder, val_feeder = dist.extended._fit_feeders(self, feeder, val_feeder)
         steps = feeder.num_batches
+        # The loop position, read and restored by callbacks (BackupAndRestore) through
+        # model._fit_state while fit runs.
+        state = _fit_state.FitState(self, feeder, initial_epoch)
+        self.__dict__["_fit_state"] = state
         cbl, history = self._callback_list(callbacks, verbose, epochs, steps, "train",
                                            add_history=True)
         self.stop_training = False
         self.__dict__["_step_cache"] = None
         begin = cbl._active["on_train_batch_begin"]
         end = cbl._active["on_train_batch_end"]
-        cbl.on_train_begin()
+        try:
+            cbl.on_train_begin()
+        except BaseException:
+            self.__dict__["_fit_state"] = None
+            raise
         logs: dict = {}
         # The default train_step builds its logs only when a batch callback reads them.
         self.__dict__["_defer_logs"] = not any(
@@ -636,29 +644,34 @@ class Model(Layer):
         self._check_step_functions()
         try:
             with dist.scope() if dist is not None else contextlib.nullcontext():
-                logs = self._fit_epochs(feeder, val_feeder, cbl, cw, initial_epoch, epochs,
-                                        validation_freq, begin, end)
+                logs = self._fit_epochs(state, val_feeder, cbl, cw, epochs, validation_freq,
+                                        begin, end)
         finally:
             self.__dict__["_defer_logs"] = False
+            self.__dict__["_fit_state"] = None
             self._remember_step_functions()
         cbl.on_train_end(logs)
         self.history = history
         return history
 
-    def _fit_epochs(self, feeder, val_feeder, cbl, cw, initial_epoch, epochs, validation_freq,
-                    begin, end) -> dict:
+    def _fit_epochs(self, state, val_feeder, cbl, cw, epochs, validation_freq, begin,
+                    end) -> dict:
         train_step = self._step_function("train")
+        feeder, first_epoch = state.feeder, state.epoch
         logs: dict = {}
-        for epoch in range(initial_epoch, epochs):
-            self.reset_metrics()
+        for epoch in range(first_epoch, epochs):
+            state.epoch, done = epoch, state.step   # done > 0: a resumed epoch
+            if not done:
+                self.reset_metrics()
             cbl.on_epoch_begin(epoch)
-            step = -1
-            for step, batch in enumerate(feeder.epoch()):
+            step = done - 1
+            for step, batch in enumerate(feeder.epoch(done), start=done):
                 if cw is not None:
                     batch = _with_class_weight(batch, cw)
                 for fn in begin:
                     fn(step, {})
                 logs = train_step(batch)
+                state.step = step + 1
                 if end:
                     batch_logs = {} if logs is _DEFERRED else _floats(logs)
                     for fn in end:
@@ -666,18 +679,21 @@ class Model(Layer):
                 if self.stop_training:
                     break
             if step < 0:
-                if epoch == initial_epoch:
+                if epoch == first_epoch:
                     raise ValueError(
                         "fit: the training data produced no batches (an empty dataset?); "
                         "expected at least one batch per epoch"
                     )
                 break
-            if logs is _DEFERRED:
+            if step < done:   # resumed after the epoch's last batch: its logs were saved
+                logs = state.resumed_epoch_logs()
+            elif logs is _DEFERRED:
                 logs = self.get_metrics_result()
             epoch_logs = dict(_floats(logs))
             if self._distribute_strategy is not None:   # lk.distribute: over all ranks
                 epoch_logs = self._distribute_strategy.extended._reduce_logs(self, epoch_logs,
                                                                              True)
+            state.epoch, state.step = epoch + 1, 0
             if val_feeder is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_loop(val_feeder, cbl, internal=True)
                 epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})

@@ -20,7 +20,7 @@ def _restore_settings():
 
 @pytest.mark.parametrize("name", ["layers", "models", "optimizers", "losses", "metrics",
                                   "callbacks", "initializers", "regularizers", "constraints",
-                                  "saving", "random"])
+                                  "saving", "random", "utils"])
 def test_each_submodule_is_layerkits_module_by_attribute_and_by_import(name):
     ours = getattr(lk, name)
     assert getattr(lk.keras, name) is ours
