@@ -267,3 +267,22 @@ def test_device_gpu_names_and_bad_names():
             pass
     with lk.device(lk.config.list_logical_devices()[0]):
         pass
+
+
+def test_shape_errors_are_invalid_argument_errors_as_in_tensorflow():
+    a, b = lk.ones((2, 3)), lk.ones((4, 5))
+    for fn, match in ((lambda: a + lk.ones((4,)), "add: incompatible shapes"),
+                      (lambda: lk.add(a, lk.ones((4,))), "add: incompatible shapes"),
+                      (lambda: lk.matmul(a, b), "matmul: incompatible shapes"),
+                      (lambda: lk.reshape(a, (4, 2)), "reshape: cannot reshape")):
+        with pytest.raises(lk.errors.InvalidArgumentError, match=match) as info:
+            fn()
+        assert isinstance(info.value, ValueError)  # what layerkit raised before
+        assert info.value.error_code == lk.errors.INVALID_ARGUMENT
+
+
+def test_tensors_report_the_cpu_device():
+    with lk.device("/CPU:0"):
+        t = lk.constant([1.0])
+    assert t.device.endswith("device:CPU:0") and lk.Variable(1.0).device == t.device
+    assert t.device == "/job:localhost/replica:0/task:0/device:CPU:0"
