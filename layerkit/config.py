@@ -22,11 +22,13 @@ import re
 from typing import NamedTuple
 
 from layerkit import errors
+from layerkit._core import context
 
 __all__ = ["PhysicalDevice", "LogicalDevice", "list_physical_devices",
            "list_logical_devices", "get_visible_devices", "set_visible_devices",
            "get_logical_device_configuration", "set_logical_device_configuration",
-           "get_soft_device_placement", "set_soft_device_placement", "threading",
+           "get_soft_device_placement", "set_soft_device_placement", "run_functions_eagerly",
+           "functions_run_eagerly", "threading",
            "experimental", "optimizer", "device"]
 
 
@@ -139,6 +141,19 @@ def set_soft_device_placement(enabled: bool) -> None:
     """Let ops placed with :func:`device` on a GPU/TPU run on the CPU (True, the
     default), or make such a placement raise ``lk.errors.InvalidArgumentError``."""
     _STATE["soft_placement"] = bool(enabled)
+
+
+def run_functions_eagerly(run_eagerly: bool) -> None:
+    """Make every ``lk.function`` call run its Python function eagerly (True) instead of
+    the traced graph, as ``tf.config.run_functions_eagerly``: for debugging with
+    ``print`` and a debugger. ``Model.fit`` steps follow it too. False (the default)
+    goes back to graphs."""
+    context.FUNCTIONS_EAGERLY[0] = bool(run_eagerly)
+
+
+def functions_run_eagerly() -> bool:
+    """Whether :func:`run_functions_eagerly` is on."""
+    return context.FUNCTIONS_EAGERLY[0]
 
 
 # ---- threads ------------------------------------------------------------------------------

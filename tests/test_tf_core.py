@@ -286,3 +286,23 @@ def test_tensors_report_the_cpu_device():
         t = lk.constant([1.0])
     assert t.device.endswith("device:CPU:0") and lk.Variable(1.0).device == t.device
     assert t.device == "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def test_run_functions_eagerly():
+    calls = []
+
+    @lk.function
+    def f(x):
+        calls.append(float(x) if lk.config.functions_run_eagerly() else None)
+        return x * 2.0
+
+    assert float(f(lk.constant(1.0))) == 2.0 and float(f(lk.constant(1.0))) == 2.0
+    assert calls == [None]  # traced once, then the graph ran
+    lk.config.run_functions_eagerly(True)
+    try:
+        assert lk.config.functions_run_eagerly()
+        assert float(f(lk.constant(3.0))) == 6.0 and float(f(lk.constant(4.0))) == 8.0
+        assert calls == [None, 3.0, 4.0]  # the Python function ran on every call
+    finally:
+        lk.config.run_functions_eagerly(False)
+    assert float(f(lk.constant(5.0))) == 10.0 and calls == [None, 3.0, 4.0]

@@ -13,6 +13,10 @@ from contextlib import ExitStack, contextmanager
 # ``read_variable(var)``.
 RECORDERS: list = []
 
+# ``[True]`` after ``lk.config.run_functions_eagerly(True)``: ``lk.function`` calls run
+# the Python function eagerly instead of a traced graph.
+FUNCTIONS_EAGERLY: list = [False]
+
 
 def push(recorder) -> None:
     RECORDERS.append(recorder)
