@@ -8,8 +8,10 @@ Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn`
 ``lk.random``, autodiff (``GradientTape``, ``gradients_function``, ...), layers and models.
 """
 from layerkit._core import memory as _memory
-from layerkit._core.context import executing_eagerly
+from layerkit._core.context import executing_eagerly, get_current_name_scope, init_scope, name_scope
 from layerkit._core.convert import constant, convert_to_tensor
+from layerkit._core.dtypes import *  # noqa: F403  (lk.float32, lk.int64, ..., lk.as_dtype)
+from layerkit._core.shape import TensorShape
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.ops import *  # noqa: F403
@@ -28,6 +30,10 @@ from layerkit import distribute  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 from layerkit import keras, train  # noqa: E402
+from layerkit import config, dtypes, errors  # noqa: E402
+from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
+from layerkit.config import device  # noqa: E402
+from layerkit.module import Module  # noqa: E402
 
 _memory.tune_on_import()
 

@@ -1,7 +1,8 @@
 """dtype policy and conversion of Python/NumPy values to arrays and Tensors.
 
-Rules (API.md section 1): Python floats and lists of floats become float32, Python ints
-int64, bools bool; NumPy arrays keep their dtype. Inside a binary op a bare Python
+Rules (API.md section 1): Python floats and lists of floats become float32; Python ints
+and lists of ints int32, as in TensorFlow (int64 when a value does not fit in int32);
+bools bool; NumPy arrays and scalars keep their dtype. Inside a binary op a bare Python
 scalar stays *weak* (NumPy 2 promotion), so ``float32_tensor * 2.0`` stays float32.
 """
 from __future__ import annotations
@@ -11,15 +12,23 @@ import numpy as np
 from layerkit._core.tensor import Tensor
 
 FLOATX = np.dtype("float32")
+INT = np.dtype("int32")  # Python ints (TensorFlow's default integer)
+_INT64 = np.dtype("int64")
+_INT_MIN, _INT_MAX = -(2 ** 31), 2 ** 31 - 1
 _new = object.__new__
+_PY_DEFAULTS = {float: FLOATX, int: INT, "float": FLOATX}
 
 
 def as_dtype(dtype) -> np.dtype | None:
-    """Normalise a dtype spec (``'float32'``, ``np.float32``, ``np.dtype``) or None."""
+    """Normalise a dtype spec (``'float32'``, ``np.float32``, ``lk.float32``, a
+    ``np.dtype``) or None. ``'float'`` and Python's ``float`` mean float32, Python's
+    ``int`` int32 (the dtypes of Python literals, as in TensorFlow)."""
     if dtype is None:
         return None
-    if isinstance(dtype, str) and dtype == "float":
-        return FLOATX
+    try:
+        return _PY_DEFAULTS[dtype]
+    except (KeyError, TypeError):
+        pass
     try:
         return np.dtype(dtype)
     except TypeError as e:
@@ -39,7 +48,7 @@ def to_array(value, dtype=None) -> np.ndarray:
     elif isinstance(value, bool):
         a = np.asarray(value, dtype=bool)
     elif isinstance(value, int):
-        a = np.asarray(value, dtype=np.int64)
+        a = np.asarray(value, dtype=INT if _INT_MIN <= value <= _INT_MAX else _INT64)
     elif isinstance(value, float):
         a = np.asarray(value, dtype=FLOATX)
     else:
@@ -52,10 +61,18 @@ def to_array(value, dtype=None) -> np.ndarray:
 
 
 def _from_nested(value) -> np.ndarray:
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in _flat(value)):
+    flags = _leaf_flags(value) if isinstance(value, (list, tuple)) else _OTHER
+    if flags & _TENSOR:
         value = _replace_tensors(value)
     try:
-        a = np.asarray(value)
+        a = None
+        if flags == _INT:  # Python ints only: int32 unless one does not fit (NumPy says)
+            try:
+                a = np.asarray(value, INT)
+            except OverflowError:
+                pass
+        if a is None:
+            a = np.asarray(value)
     except ValueError as e:
         raise ValueError(f"cannot convert {type(value).__name__} to a tensor: {e}") from None
     if a.dtype == object:
@@ -63,9 +80,36 @@ def _from_nested(value) -> np.ndarray:
             f"cannot convert {type(value).__name__} to a tensor: elements are not numbers "
             f"or the nesting is ragged"
         )
-    if a.dtype == np.float64 and not _has_numpy_float64(value):
+    if not flags & _OTHER:  # Python scalars only (or nothing): the defaults
+        if a.dtype == np.float64:
+            a = a.astype(FLOATX)
+    elif a.dtype == np.float64 and not _has_explicit(value, a.dtype):
         a = a.astype(FLOATX)
+    elif a.dtype == np.int64 and not _has_explicit(value, a.dtype) and a.size and \
+            _INT_MIN <= a.min() and a.max() <= _INT_MAX:
+        a = a.astype(INT)
     return a
+
+
+# Kinds of leaves in a nested list (bit flags): a Tensor, anything but a Python scalar
+# (NumPy values keep their dtype), a Python float, a Python int.
+_TENSOR, _OTHER, _FLOAT, _INT = 1, 2, 4, 8
+_LEAF_FLAGS = {int: _INT, float: _FLOAT, bool: 0}
+
+
+def _leaf_flags(value) -> int:
+    flags = 0
+    for v in value:
+        f = _LEAF_FLAGS.get(type(v))
+        if f is not None:
+            flags |= f
+        elif isinstance(v, (list, tuple)):
+            flags |= _leaf_flags(v)
+        elif isinstance(v, Tensor):
+            flags |= _TENSOR | _OTHER
+        else:
+            flags |= _OTHER
+    return flags
 
 
 def _flat(value):
@@ -84,12 +128,11 @@ def _replace_tensors(value):
     return value
 
 
-def _has_numpy_float64(value) -> bool:
-    # An explicit float64 array/scalar inside a list keeps float64; Python floats do not.
-    return any(
-        isinstance(v, (np.ndarray, np.generic)) and np.asarray(v).dtype == np.float64
-        for v in _flat(value)
-    )
+def _has_explicit(value, dtype: np.dtype) -> bool:
+    # An explicit 64-bit value (a NumPy array or scalar, a pandas column, ...) keeps its
+    # dtype, inside a list or not; Python floats and ints get the defaults.
+    return any(type(v) not in (float, int, bool, range) and np.asarray(v).dtype == dtype
+               for v in _flat(value))
 
 
 def convert_to_tensor(value, dtype=None) -> Tensor:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.convert import as_dtype, to_array
+from layerkit._core.shape import TensorShape
 from layerkit._core.tensor import Tensor
 
 
@@ -45,6 +46,8 @@ class TensorSpec:
     __slots__ = ("shape", "dtype", "name")
 
     def __init__(self, shape=None, dtype="float32", name: str | None = None) -> None:
+        if isinstance(shape, TensorShape):
+            shape = shape.dims
         if shape is not None:
             try:
                 if isinstance(shape, str):

@@ -101,6 +101,11 @@ class Tensor:
             return np.asarray(self._v).dtype
 
     @property
+    def device(self) -> str:
+        """The device holding the value: always the CPU (TensorFlow's full name)."""
+        return "/job:localhost/replica:0/task:0/device:CPU:0"
+
+    @property
     def ndim(self) -> int:
         return len(self.shape)
 

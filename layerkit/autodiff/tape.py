@@ -1,6 +1,7 @@
 """GradientTape: records ops whose inputs it watches; answers gradient queries."""
 from __future__ import annotations
 
+import enum
 import threading
 import weakref
 
@@ -68,6 +69,16 @@ def _is_float(t: Tensor) -> bool:
         return t._v.dtype.kind in "fc"
     except AttributeError:
         return isinstance(t._v, float)
+
+
+class UnconnectedGradients(enum.StrEnum):
+    """What :meth:`GradientTape.gradient` returns for a source the target does not depend
+    on: ``NONE`` (``None``, the default) or ``ZERO`` (zeros shaped like the source), as
+    ``tf.UnconnectedGradients``. Equal to the strings ``'none'`` and ``'zero'``, which
+    are accepted too."""
+
+    NONE = "none"
+    ZERO = "zero"
 
 
 class GradientTape:
@@ -273,7 +284,8 @@ class GradientTape:
             target: a Tensor or a nested structure of Tensors (their sum is differentiated).
             sources: a Tensor/Variable or a nested list/tuple/dict of them.
             output_gradients: upstream gradients, one per target (default ones).
-            unconnected_gradients: ``'none'`` (default) or ``'zero'``.
+            unconnected_gradients: ``'none'`` (default) or ``'zero'``, or
+                :class:`UnconnectedGradients` ``NONE`` / ``ZERO``.
 
         Returns:
             Gradients in the structure of ``sources``; ``None`` for unconnected or

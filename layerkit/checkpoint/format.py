@@ -31,6 +31,7 @@ import zlib
 
 import numpy as np
 
+from layerkit import errors
 from layerkit._core.atomic import AtomicFile, atomic_write_bytes, write_all
 from layerkit.checkpoint.digest import BLOCK, Grid64
 
@@ -71,8 +72,9 @@ class CheckpointError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
-    """The checkpoint path does not exist (or a directory holds no checkpoint)."""
+class CheckpointNotFoundError(CheckpointError, errors.NotFoundError):
+    """The checkpoint path does not exist (or a directory holds no checkpoint); also a
+    ``FileNotFoundError`` and TensorFlow's ``lk.errors.NotFoundError``."""
 
 
 class _Flusher:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from layerkit import errors
 from layerkit.data import compose as _compose
 from layerkit.data import save as _save
 from layerkit.data import structure as _st
@@ -89,8 +90,16 @@ class Iterator(itertools.chain):
         return self
 
     def get_next(self):
-        """The next element (``StopIteration`` at the end), as ``tf.data``'s iterator."""
-        return next(self)
+        """The next element, as ``tf.data``'s iterator.
+
+        Raises:
+            lk.errors.OutOfRangeError: the pass is over (``next(iterator)`` raises
+                ``StopIteration`` instead, as in TensorFlow).
+        """
+        try:
+            return next(self)
+        except StopIteration:
+            raise errors.OutOfRangeError(None, None, "End of sequence") from None
 
     @property
     def element_spec(self):
@@ -551,7 +560,8 @@ class Dataset:
 
         Example:
             >>> import layerkit as lk
-            >>> int(lk.data.Dataset.range(5).reduce(0, lambda s, x: s + x))
+            >>> zero = lk.constant(0, lk.int64)  # range() gives int64; a Python 0 is int32
+            >>> int(lk.data.Dataset.range(5).reduce(zero, lambda s, x: s + x))
             10
         """
         from layerkit.data.scan import check_state_structure
@@ -614,7 +624,8 @@ class Dataset:
 
         Example:
             >>> import layerkit as lk
-            >>> ds = lk.data.Dataset.range(4).scan(0, lambda s, x: (s + x, s + x))
+            >>> zero = lk.constant(0, lk.int64)  # the state keeps range()'s int64
+            >>> ds = lk.data.Dataset.range(4).scan(zero, lambda s, x: (s + x, s + x))
             >>> [int(v) for v in ds]
             [0, 1, 3, 6]
         """
@@ -733,7 +744,7 @@ class Dataset:
         Example:
             >>> import layerkit as lk
             >>> a, b = lk.data.Dataset.range(0, 3), lk.data.Dataset.range(10, 13)
-            >>> choice = lk.data.Dataset.from_tensor_slices([0, 1, 1, 0])
+            >>> choice = lk.data.Dataset.from_tensor_slices(lk.constant([0, 1, 1, 0], lk.int64))
             >>> [int(x) for x in lk.data.Dataset.choose_from_datasets([a, b], choice)]
             [0, 10, 11, 1]
         """

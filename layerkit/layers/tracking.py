@@ -11,6 +11,7 @@ import re
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
 from layerkit.ops import random as _random
+from layerkit.module import Module
 
 _PENDING = trackable._PENDING_ATTR
 
@@ -43,8 +44,9 @@ def is_container(v) -> bool:
 
 
 def holds_state(v) -> bool:
-    """A Layer, a Variable, or a container holding one (empty lists/dicts may fill later)."""
-    if isinstance(v, (Tracked, Variable)):
+    """A Layer or other Module, a Variable, or a container holding one (empty lists/dicts
+    may fill later)."""
+    if isinstance(v, (Module, Variable)):
         return True
     if is_container(v):
         items = v.values() if isinstance(v, dict) else v
@@ -59,8 +61,11 @@ def super_msg(obj) -> str:
             f"as the first line of {name}.__init__.")
 
 
-class Tracked:
+class Tracked(Module):
     """Base of Layer: attribute tracking, weight collection and the checkpoint protocol.
+
+    A :class:`layerkit.Module` (as Keras layers are ``tf.Module`` s in TensorFlow), whose
+    weights and sublayers come from the tracking below rather than from reflection.
 
     Expects ``_tracked`` (attr -> value), ``_trainable_vars``, ``_non_trainable_vars``,
     ``_var_names`` (id -> unique weight name), ``built``, ``_building``, ``_trainable``
@@ -108,7 +113,8 @@ class Tracked:
         (self._trainable_vars if trainable else self._non_trainable_vars).append(v)
 
     def _children(self) -> tuple[list, list]:
-        """Direct sublayers and Variables held in containers, in assignment order."""
+        """Direct sublayers and Variables held in containers (and by plain lk.Modules),
+        in assignment order."""
         layers, variables, seen = [], [], {id(self)}
 
         def visit(v):
@@ -118,6 +124,8 @@ class Tracked:
                     layers.append(v)
             elif isinstance(v, Variable):
                 variables.append(v)
+            elif isinstance(v, Module):
+                variables.extend(v.variables)
             elif isinstance(v, dict):
                 for x in v.values():
                     visit(x)
@@ -133,6 +141,11 @@ class Tracked:
     def _own_weights(self) -> list:
         extra = self._children()[1]
         return self._trainable_vars + self._non_trainable_vars + extra
+
+    def _module_leaves(self):
+        # What lk.Module's walk sees in a layer it holds: its weights, then its sublayers.
+        yield from self._own_weights()
+        yield from self._children()[0]
 
     def _collect(self, out: list, seen: set, seen_layers: set) -> None:
         seen_layers.add(id(self))
@@ -192,7 +205,7 @@ class Tracked:
         """Sublayers by attribute name; list/dict elements as ``attr/0``, ``attr/key``."""
         out = {}
         for attr, v in self._tracked.items():
-            if isinstance(v, Tracked):
+            if isinstance(v, Module):
                 out[attr] = v
             elif is_container(v):
                 items = v.items() if isinstance(v, dict) else enumerate(v)

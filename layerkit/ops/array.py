@@ -22,6 +22,7 @@ import numpy as np
 
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit.errors import InvalidArgumentError
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import reduce as _reduce
 from layerkit.ops.creation import axis_arg, int_arg
@@ -62,7 +63,7 @@ _RESHAPE = Op("reshape", lambda x, shape: np.reshape(x, shape),
               lambda g, ins, y, needs, shape: (reshape(g, ins[0].shape),))
 
 
-def _reshape_error(xshape: tuple, shape: tuple) -> ValueError:
+def _reshape_error(xshape: tuple, shape: tuple) -> InvalidArgumentError:
     n = prod(xshape)
     unknown = shape.count(-1)
     known = prod(s for s in shape if s != -1)
@@ -74,7 +75,7 @@ def _reshape_error(xshape: tuple, shape: tuple) -> ValueError:
         why = f"{n} elements cannot be split into parts of {known}"
     else:
         why = f"the new shape has {known} elements, the tensor has {n}"
-    return ValueError(
+    return InvalidArgumentError(  # a ValueError too; TF's error for this
         f"reshape: cannot reshape a tensor of shape {xshape} ({n} elements) into shape "
         f"{shape}: {why}"
     )

@@ -146,7 +146,7 @@ def ones_like(x, dtype=None) -> Tensor:
 def fill(dims, value) -> Tensor:
     """A tensor of shape ``dims`` filled with the scalar ``value``.
 
-    The dtype is ``value``'s (Python float -> float32, int -> int64, as for constants).
+    The dtype is ``value``'s (Python float -> float32, int -> int32, as for constants).
 
     Raises:
         ValueError: ``value`` is not a scalar.
@@ -184,9 +184,10 @@ def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
 def range(start, limit=None, delta=1, dtype=None) -> Tensor:
     """A 1-D tensor ``[start, start + delta, ...]`` stopping before ``limit``.
 
-    Like ``tf.range``: ``range(n)`` counts from 0 to ``n - 1``. The dtype is int64 when
-    every argument is an integer, float32 when a Python float is among them, the
-    promoted dtype of tensor/array arguments otherwise, or ``dtype`` if given.
+    Like ``tf.range``: ``range(n)`` counts from 0 to ``n - 1``. The dtype is int32 when
+    every argument is a Python int (int64 if one does not fit in int32), float32 when a
+    Python float is among them, the promoted dtype of tensor/array arguments otherwise,
+    or ``dtype`` if given.
 
     Raises:
         ValueError: ``delta`` is 0.
@@ -205,7 +206,8 @@ def range(start, limit=None, delta=1, dtype=None) -> Tensor:
         # Python float among integers makes the result float32.
         strong = [a for r, a in zip(raw, args) if type(r) not in (int, float, bool)]
         any_float = any(type(r) is float for r in raw)
-        out_dtype = np.result_type(*strong) if strong else np.dtype(np.int64)
+        out_dtype = np.result_type(*strong) if strong else np.result_type(
+            *[a for r, a in zip(raw, args) if type(r) is int], np.int32)
         if any_float and out_dtype.kind not in "fc":
             out_dtype = FLOATX
     s, lim, d = (a.item() for a in args)

@@ -37,6 +37,7 @@ import numpy as np
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import _NO_ATTRS, RECORDERS, Op, _apply_recording, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
+from layerkit.errors import InvalidArgumentError
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import creation as _creation
 
@@ -82,7 +83,8 @@ def unary(name: str, forward, rule, expr: str | None = None) -> Op:
 
 
 def _broadcast_error(op: Op, args: tuple) -> None:
-    """Raise a ValueError naming ``op`` and the shapes if ``args`` do not broadcast."""
+    """Raise an InvalidArgumentError (a ValueError) naming ``op`` and the shapes if
+    ``args`` do not broadcast."""
     try:
         shapes = [np.shape(a._v) if isinstance(a, Tensor) else np.shape(a) for a in args]
     except ValueError:
@@ -91,7 +93,7 @@ def _broadcast_error(op: Op, args: tuple) -> None:
         np.broadcast_shapes(*shapes)
     except ValueError:
         listed = " and ".join(str(s) for s in shapes)
-        raise ValueError(
+        raise InvalidArgumentError(  # a ValueError too; TF's error for this
             f"{op.name}: incompatible shapes {listed}: they do not broadcast (each "
             f"dimension must be equal or 1, aligned from the right)"
         ) from None
@@ -182,7 +184,7 @@ def _named_error(op: Op, e: Exception, args: tuple) -> None:
     kinds = ", ".join(getattr(getattr(a, "_v", a), "dtype", type(a).__name__).__str__()
                       for a in args)
     base = OverflowError if isinstance(e, OverflowError) else (
-        TypeError if isinstance(e, TypeError) else ValueError)
+        TypeError if isinstance(e, TypeError) else InvalidArgumentError)
     raise base(f"{op.name}: {msg} (received operands of dtype {kinds})") from e
 
 

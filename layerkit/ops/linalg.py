@@ -14,6 +14,7 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit.errors import InvalidArgumentError
 from layerkit.ops import array as _array
 from layerkit.ops import broadcast as _bc
 from layerkit.ops import elementwise as _ew
@@ -85,8 +86,8 @@ def _matmul_vjp(g, ins, y, needs, transpose_a, transpose_b):
 _MATMUL = Op("matmul", _matmul_fwd, _matmul_vjp)
 
 
-def _matmul_error(a, b, transpose_a, transpose_b) -> ValueError:
-    return ValueError(
+def _matmul_error(a, b, transpose_a, transpose_b) -> InvalidArgumentError:
+    return InvalidArgumentError(  # a ValueError too; TF's error for this
         f"matmul: incompatible shapes: a has shape {_shape_of(a)}"
         f"{' (transposed)' if transpose_a else ''}, b has shape {_shape_of(b)}"
         f"{' (transposed)' if transpose_b else ''}; the inner dimensions must match and "

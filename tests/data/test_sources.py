@@ -24,8 +24,8 @@ def test_from_tensor_slices_tuple_and_types():
     a, b = elems[1]
     assert isinstance(a, lk.Tensor) and isinstance(b, lk.Tensor)
     assert a.numpy().tolist() == [2.0, 3.0] and a.dtype == np.float32
-    assert int(b) == 8 and b.dtype == np.int64 and b.shape == ()
-    assert ds.element_spec == (TensorSpec((2,), np.float32), TensorSpec((), np.int64))
+    assert int(b) == 8 and b.dtype == np.int32 and b.shape == ()  # Python ints: int32 (TF)
+    assert ds.element_spec == (TensorSpec((2,), np.float32), TensorSpec((), np.int32))
     assert ds.cardinality() == 3 and len(ds) == 3
 
 
@@ -62,7 +62,7 @@ def test_from_tensors_single_element():
     ds = Dataset.from_tensors(([1, 2, 3], "abc"))
     assert values(ds) == [([1, 2, 3], b"abc")]
     assert ds.cardinality() == 1
-    assert ds.element_spec == (TensorSpec((3,), np.int64), TensorSpec((), np.dtype("S")))
+    assert ds.element_spec == (TensorSpec((3,), np.int32), TensorSpec((), np.dtype("S")))
 
 
 @pytest.mark.parametrize("args, expected", [

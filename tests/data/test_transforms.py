@@ -231,7 +231,7 @@ def test_interleave_block_and_cycle_three():
 def test_flat_map_concatenates():
     ds = Dataset.from_tensor_slices([[1, 2, 3], [4, 5, 6]]).flat_map(Dataset.from_tensor_slices)
     assert values(ds) == [1, 2, 3, 4, 5, 6]
-    assert ds.element_spec == TensorSpec((), np.int64)
+    assert ds.element_spec == TensorSpec((), np.int32)
 
 
 def test_interleave_function_errors():

@@ -29,7 +29,8 @@ def test_ops_on_python_scalars_only_give_float32_when_a_float_is_involved():
     assert lk.add(1, 2.0).dtype == np.float32
     np.testing.assert_allclose(lk.pow(2, 0.5).numpy(), np.sqrt(2.0), rtol=1e-6)
     assert lk.pow(2, 0.5).dtype == np.float32
-    assert lk.add(1, 2).dtype == np.int64
+    assert lk.add(1, 2).dtype == np.int32  # Python ints are int32, as in TensorFlow
+    assert lk.add(2 ** 31, 1).dtype == np.int64  # ... unless they do not fit
     assert (lk.constant([1.0]) + 1.5).dtype == np.float32
 
 
@@ -55,7 +56,7 @@ def test_format_spec_on_one_element_tensors():
 def test_variable_refuses_a_truncating_float_to_int_assign():
     v = lk.Variable([1, 2], name="counts")
     for method in (v.assign, v.assign_add, v.assign_sub):
-        with pytest.raises(TypeError, match=r"'counts'.*float32.*int64"):
+        with pytest.raises(TypeError, match=r"'counts'.*float32.*int32"):
             method([1.5, 2.5])
     np.testing.assert_array_equal(v.numpy(), [1, 2])
     v.assign([3, 4])  # ints still fine; floats into float variables too
@@ -95,4 +96,4 @@ def test_set_seed_none_reseeds_and_bad_seeds_name_the_function():
 def test_where_with_an_int_and_a_float_scalar_is_float32():
     np.testing.assert_array_equal(lk.where([True, False], 1, 2.5).numpy(), [1.0, 2.5])
     assert lk.where([True, False], 1, 2.5).dtype == np.float32
-    assert lk.where([True, False], 1, 2).dtype == np.int64
+    assert lk.where([True, False], 1, 2).dtype == np.int32

@@ -40,7 +40,8 @@ def test_fill():
     t = lk.fill([2, 3], 9.0)
     assert t.dtype == np.float32
     np.testing.assert_array_equal(t.numpy(), np.full((2, 3), 9.0))
-    assert lk.fill((2,), 3).dtype == np.int64
+    assert lk.fill((2,), 3).dtype == np.int32  # a Python int, as in TensorFlow
+    assert lk.fill((2,), 2 ** 40).dtype == np.int64
     assert lk.fill((2,), np.array(1.5)).dtype == np.float64
     assert lk.fill((2,), True).dtype == np.bool_
     with pytest.raises(ValueError, match="fill: value must be a scalar"):
@@ -60,7 +61,9 @@ def test_eye():
 
 def test_range_like_tensorflow():
     t = lk.range(5)
-    assert t.dtype == np.int64
+    assert t.dtype == np.int32  # tf.range of Python ints is int32
+    assert lk.range(2 ** 31, 2 ** 31 + 2).dtype == np.int64  # ... if they fit
+    assert lk.range(np.int64(3)).dtype == np.int64
     np.testing.assert_array_equal(t.numpy(), np.arange(5))
     np.testing.assert_array_equal(lk.range(3, 18, 3).numpy(), [3, 6, 9, 12, 15])
     f = lk.range(3, 1, -0.5)
@@ -108,7 +111,7 @@ def test_one_hot():
     custom = lk.one_hot([1], 3, on_value=5.0, off_value=-1.0)
     np.testing.assert_array_equal(custom.numpy(), [[-1.0, 5.0, -1.0]])
     assert custom.dtype == np.float32
-    assert lk.one_hot([1], 2, on_value=7, off_value=0).dtype == np.int64
+    assert lk.one_hot([1], 2, on_value=7, off_value=0).dtype == np.int32
     assert lk.one_hot([1], 2, dtype="int32").dtype == np.int32
     idx = np.array([[0, 1], [2, 0]])
     np.testing.assert_array_equal(lk.one_hot(idx, 3).numpy(), np.eye(3)[idx])

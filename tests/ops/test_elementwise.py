@@ -176,7 +176,7 @@ def test_where_select_broadcast_and_dtypes():
     assert out.dtype == np.float32
     # Python scalars for both branches take the default dtypes.
     assert lk.where(cond, 1.0, 0.0).dtype == np.float32
-    assert lk.where(cond, 1, 0).dtype == np.int64
+    assert lk.where(cond, 1, 0).dtype == np.int32
     assert lk.where(cond, x, 0.0).dtype == np.float32  # weak scalar
 
 
@@ -207,14 +207,15 @@ def test_python_scalars_are_weak():
     assert lk.pow(2.0, x).dtype == np.float32
     assert lk.maximum(x, 0.0).dtype == np.float32
     assert lk.clip_by_value(x, 0.0, 1.0).dtype == np.float32
-    i = lk.constant([1, 2])  # int64
-    assert lk.add(i, 1).dtype == np.int64
+    i = lk.constant([1, 2])  # int32
+    assert lk.add(i, 1).dtype == np.int32
+    assert lk.add(lk.constant([1, 2], "int64"), 1).dtype == np.int64
     assert lk.multiply(lk.constant(np.array([1, 2], np.int32)), 3).dtype == np.int32
 
 
 def test_scalars_alone_get_default_dtypes():
     assert lk.add(1.0, 2.0).dtype == np.float32
-    assert lk.add(1, 2).dtype == np.int64
+    assert lk.add(1, 2).dtype == np.int32
     assert lk.exp(1.0).dtype == np.float32
 
 

@@ -773,7 +773,7 @@ def _one_hot_ref(idx, depth, axis):
 def _range_ref(start, limit, delta):
     if delta == 0:
         raise Refuse(ValueError)
-    return np.arange(start, limit, delta, dtype=np.int64)
+    return np.arange(start, limit, delta, dtype=np.int32)  # Python ints: int32, as in TF
 
 
 @st.composite

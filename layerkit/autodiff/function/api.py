@@ -191,7 +191,7 @@ class Function:
 
     # ---- calling ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if context.RECORDERS:
+        if context.RECORDERS or context.FUNCTIONS_EAGERLY[0]:
             return self._call_recorded(args, kwargs)
         if not kwargs and self._sig is None:
             # Fast path: positional Tensor arguments and a single returned tensor.
@@ -234,8 +234,9 @@ class Function:
         return args, ck, self._cache.get(ck.key)
 
     def _call_recorded(self, args, kwargs):
-        # Inside another function's trace: inline (the outer trace records the ops).
-        if _trace.tracing():
+        # Inside another function's trace: inline (the outer trace records the ops);
+        # lk.config.run_functions_eagerly(True): run the Python function (TF's debug mode).
+        if context.FUNCTIONS_EAGERLY[0] or _trace.tracing():
             return self._python_fn(*args, **kwargs)
         # Under a GradientTape. A first call traces on the caller's own tensors, so the
         # tape records that eager run; later calls of a pure graph are one tape node
