@@ -116,6 +116,33 @@ def test_activation_gradients_at_known_points():
     np.testing.assert_allclose(g.numpy(), s * (1 + x * (1 - s)))
 
 
+@pytest.mark.parametrize("alpha", [0.2, 0.0, 1.0, 1.5, -0.3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leaky_relu_record_values_gradients_and_graph(alpha, dtype):
+    # The record's kernels (max(x, alpha*x) and g*fmax(sign(x), alpha) for alpha in [0, 1],
+    # selects otherwise) against TensorFlow's definition, NaN included: the slope at 0 and
+    # at NaN is alpha (LeakyReluGrad tests x > 0); a traced graph (template) agrees.
+    x = np.array([-3.0, -0.5, -0.0, 0.0, 0.25, 4.0, np.nan], dtype)
+    g = np.array([1.0, -2.0, 3.0, 0.5, 1.5, -1.0, 2.0], dtype)
+    xt, gt = lk.constant(x), lk.constant(g)
+    with np.errstate(invalid="ignore"):
+        want = np.where(x > 0, x, alpha * x)
+        want_g = np.where(x > 0, g, alpha * g)
+    with lk.GradientTape() as tape:
+        tape.watch(xt)
+        y = nn.leaky_relu(xt, alpha)
+        s = lk.reduce_sum(y * gt)
+    got_g = tape.gradient(s, xt)
+    assert y.dtype == dtype and got_g.dtype == dtype
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(got_g.numpy(), want_g, rtol=1e-6)
+    f = lk.function(lambda a: nn.leaky_relu(a * 1.0, alpha) + 0.0)
+    big = np.resize(x, 70000).astype(dtype)  # large enough for a fused region
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(f(big).numpy(), np.where(big > 0, big, alpha * big),
+                                   rtol=1e-6)
+
+
 def test_elu_gradient_is_finite_for_large_inputs():
     # The unselected expm1 branch must not turn 0 * inf into nan.
     for f in (nn.elu, nn.selu):
