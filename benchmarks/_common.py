@@ -39,6 +39,47 @@ def timeit_interleaved(fns: dict[str, Callable], number: int, repeat: int = 15) 
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+def blas_threads(requested: str | None = None) -> int:
+    """Threads NumPy's BLAS runs GEMMs on: ``requested`` (a ``--threads`` value) or what
+    the environment set, else OpenBLAS's default (one per core)."""
+    for value in (requested, os.environ.get("OPENBLAS_NUM_THREADS"),
+                  os.environ.get("OMP_NUM_THREADS")):
+        if value and value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+def timed_blocks(fns: dict, number: int, repeat: int = 15, blocks: int = 5,
+                 pause: float = 0.05, cpu: bool = False) -> dict:
+    """Median seconds per call of each function, the libraries taking turns in blocks.
+
+    Each block runs one library's function ``number`` times per round for a share of the
+    rounds, after a ``pause`` (seconds). Blocks (rather than alternating single calls) keep
+    one library's worker threads, which spin for a while after each call, from stealing
+    the core that the next library's threads need; turns spread load from other
+    processes over all libraries. The first block is a warm-up. OpenBLAS's idle worker
+    busy-waits ~0.1 s after each threaded GEMM (measured), so a multi-threaded library
+    timed after NumPy needs a pause longer than that. With ``cpu`` each value is a pair
+    (wall seconds, CPU seconds of the process, all threads).
+    """
+    samples: dict = {k: [] for k in fns}
+    per_block = max(1, -(-repeat // blocks))
+    for b in range(blocks + 1):
+        for name, fn in fns.items():
+            time.sleep(pause)
+            for _ in range(per_block if b else 1):
+                t0, c0 = time.perf_counter(), time.process_time()
+                for _ in range(number):
+                    fn()
+                if b:
+                    samples[name].append(((time.perf_counter() - t0) / number,
+                                          (time.process_time() - c0) / number))
+    if cpu:
+        return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+                for k, v in samples.items()}
+    return {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
+
+
 def try_import_torch():
     """torch if installed (never a dependency), with a fixed thread count.
 

@@ -53,7 +53,9 @@ if _THREADS and os.environ.get("OPENBLAS_NUM_THREADS") != _THREADS:
     os.execve(sys.executable, [sys.executable, *sys.argv], _env)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _common import blas_threads as _blas_threads  # noqa: E402
 from _common import clean_blas_env, table, try_import_torch  # noqa: E402
+from _common import timed_blocks as _timed_blocks  # noqa: E402
 
 clean_blas_env()
 
@@ -84,29 +86,9 @@ def glorot(fan_in: int, fan_out: int, shape=None) -> np.ndarray:
 
 
 def timed_blocks(fns: dict, number: int, repeat: int = REPEAT, blocks: int = 5,
-                 pause: float = 0.05) -> dict:
-    """Median seconds per call of each function, the libraries taking turns in blocks.
-
-    Each block runs one library's function ``number`` times per round for a share of the
-    rounds, after a ``pause`` (seconds). Blocks (rather than alternating single calls) keep
-    one library's worker threads, which spin for a while after each call, from stealing
-    the core that the next library's threads need; turns spread load from other
-    processes over all libraries. The first block is a warm-up. OpenBLAS's idle worker
-    busy-waits ~0.1 s after each threaded GEMM (measured), so a multi-threaded library
-    timed after NumPy needs a pause longer than that.
-    """
-    samples: dict = {k: [] for k in fns}
-    per_block = max(1, -(-repeat // blocks))
-    for b in range(blocks + 1):
-        for name, fn in fns.items():
-            time.sleep(pause)
-            for _ in range(per_block if b else 1):
-                t0 = time.perf_counter()
-                for _ in range(number):
-                    fn()
-                if b:
-                    samples[name].append((time.perf_counter() - t0) / number)
-    return {k: statistics.median(v) for k, v in samples.items()}
+                 pause: float = 0.05, cpu: bool = False) -> dict:
+    """_common.timed_blocks with this run's repeat count."""
+    return _timed_blocks(fns, number, repeat, blocks, pause, cpu)
 
 
 # ---- NumPy building blocks ------------------------------------------------------------------
@@ -183,13 +165,8 @@ def mlp_numpy(sizes, x, y, opt_cls, **opt_kw):
 
 
 def blas_threads() -> int:
-    """Threads NumPy's BLAS runs GEMMs on: what ``--threads`` or the environment set, else
-    OpenBLAS's default (one per core)."""
-    for value in (_THREADS, os.environ.get("OPENBLAS_NUM_THREADS"),
-                  os.environ.get("OMP_NUM_THREADS")):
-        if value and value.isdigit() and int(value) > 0:
-            return int(value)
-    return os.cpu_count() or 1
+    """Threads NumPy's BLAS runs GEMMs on (``--threads``, the environment, or one per core)."""
+    return _blas_threads(_THREADS)
 
 
 def with_torch_threads(n: int, fn):
