@@ -143,6 +143,54 @@ def test_leaky_relu_record_values_gradients_and_graph(alpha, dtype):
                                    rtol=1e-6)
 
 
+class _CountingNumpy:
+    """Stands in for ``numpy`` inside layerkit.ops.nn and counts the calls of some ufuncs."""
+
+    def __init__(self, names):
+        self.calls = dict.fromkeys(names, 0)
+
+    def __getattr__(self, name):
+        attr = getattr(np, name)
+        if name not in self.calls:
+            return attr
+
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            return attr(*args, **kwargs)
+        return counted
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_gradient_is_one_pass_that_reads_the_forward_answer(monkeypatch, approximate,
+                                                                 dtype):
+    # tape.gradient of gelu costs one backward pass: the gradient kernel reads Phi (or
+    # (1 + tanh u)/2) off the forward answer y / x and never evaluates tanh or erf again;
+    # values against the float64 formulas, x = 0 (0/0 in y / x) and the tails included.
+    x64 = np.concatenate([np.linspace(-9.0, 9.0, 721), [0.0, -0.0, 1e-20, -1e-20, 30, -30]])
+    g64 = np.cos(3.0 * x64) + 1.5
+    k, c = math.sqrt(2.0 / math.pi), 0.044715
+    if approximate:
+        t = np.tanh(k * (x64 + c * x64 ** 3))
+        want = g64 * (0.5 * (1 + t) + 0.5 * x64 * (1 - t * t) * k * (1 + 3 * c * x64 * x64))
+    else:
+        cdf = 0.5 * (1 + np.array([math.erf(v / math.sqrt(2.0)) for v in x64]))
+        want = g64 * (cdf + x64 * np.exp(-0.5 * x64 * x64) / math.sqrt(2.0 * math.pi))
+    xt, gt = lk.constant(x64.astype(dtype)), lk.constant(g64.astype(dtype))
+    with lk.GradientTape() as tape:
+        tape.watch(xt)
+        y = nn.gelu(xt, approximate=approximate)
+    counting = _CountingNumpy(("tanh",))
+    erf_calls = []
+    monkeypatch.setattr(N, "np", counting)
+    monkeypatch.setattr(N._ew, "_erf_forward", lambda v: erf_calls.append(v))
+    got = tape.gradient(y, xt, output_gradients=gt)
+    assert counting.calls["tanh"] == 0 and not erf_calls
+    assert got.dtype == dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=tol * 2.5)
+
+
 def test_elu_gradient_is_finite_for_large_inputs():
     # The unselected expm1 branch must not turn 0 * inf into nan.
     for f in (nn.elu, nn.selu):
