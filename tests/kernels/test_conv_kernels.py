@@ -31,6 +31,8 @@ CASES = [
     ((2, 7, 7, 6), (4, 4, 6, 3), (2, 2), "SAME", (1, 1)),           # transposed-conv-like
     ((1, 5, 6, 2), (3, 3, 2, 2), (1, 1), "VALID", (1, 1)),
     ((2, 9, 7, 4), (5, 3, 4, 2), (1, 1), "VALID", (1, 2)),
+    ((2, 7, 8, 2), (2, 2, 2, 3), (3, 3), "SAME", (1, 1)),           # phases with no taps
+    ((1, 8, 8, 2), (1, 1, 2, 3), (2, 2), "VALID", (1, 1)),          # strided 1x1
 ]
 IDS = [f"x{c[0]}-w{c[1]}-s{c[2]}-{c[3] if isinstance(c[3], str) else 'explicit'}-d{c[4]}"
        for c in CASES]
@@ -87,6 +89,7 @@ def test_backprop_input_every_method_matches_loop_reference(rng, monkeypatch, ca
     want = ref_conv_transpose(g, w, x.shape, s, pad, d)
     methods = K.backprop_input_costs(g.shape, w.shape, x.shape, s, pads, d)
     assert {"col2im", "t-im2col", "t-taps"} <= set(methods)  # every stride: stuffed frame
+    assert ("phases" in methods) == (s != (1, 1) and d == (1, 1))
     for m in methods:
         got = K.conv2d_backprop_input(g, w, x.shape, s, pads, d, method=m)
         np.testing.assert_allclose(got, want, atol=1e-10, err_msg=m)
@@ -145,9 +148,12 @@ def test_unknown_or_inapplicable_method_is_named():
     x, w = np.zeros((1, 5, 5, 2)), np.zeros((3, 3, 2, 2))
     with pytest.raises(ValueError, match="'taps'"):
         K.conv2d(x, w, (2, 2), ((1, 1), (1, 1)), (1, 1), method="taps")  # stride 2
-    with pytest.raises(ValueError, match="'col2im' or 't-<method>'"):
+    with pytest.raises(ValueError, match="'col2im', 'phases' .* or 't-<method>'"):
         K.conv2d_backprop_input(np.zeros((1, 5, 5, 2)), w, (1, 5, 5, 2), (1, 1),
                                 ((1, 1), (1, 1)), (1, 1), method="im2col")
+    with pytest.raises(ValueError, match="'phases' \\(strided, undilated\\)"):
+        K.conv2d_backprop_input(np.zeros((1, 5, 5, 2)), w, (1, 5, 5, 2), (1, 1),
+                                ((1, 1), (1, 1)), (1, 1), method="phases")  # stride 1
     with pytest.raises(ValueError, match="'x-patches' or 'g-patches'"):
         K.conv2d_backprop_filter(x, np.zeros((1, 5, 5, 2)), w.shape, (1, 1),
                                  ((1, 1), (1, 1)), (1, 1), method="taps")
@@ -171,9 +177,15 @@ def test_plan_choices_at_benchmark_shapes():
                                         (1, 1), same7, (1, 1))) == "t-im2col"
     assert _best(K.backprop_filter_costs((64, 28, 28, 128), (64, 28, 28, 1), (7, 7, 128, 1),
                                          (1, 1), same7)) == "g-patches"
-    # Its 4x4 stride-2 transposed convolutions: GEMM then col2im (no zero-stuffing).
-    assert _best(K.backprop_input_costs((64, 14, 14, 128), (4, 4, 128, 128),
-                                        (64, 28, 28, 128), (2, 2), same3, (1, 1))) == "col2im"
+    # Its 4x4 stride-2 transposed convolutions: four stride-1 phase correlations (no
+    # zero-stuffing, no scatter-add); the discriminator's 64 -> 1 channel input gradient:
+    # GEMM then col2im.
+    for g_hw in (7, 14):
+        assert _best(K.backprop_input_costs((64, g_hw, g_hw, 128), (4, 4, 128, 128),
+                                            (64, 2 * g_hw, 2 * g_hw, 128), (2, 2), same3,
+                                            (1, 1))) == "phases"
+    assert _best(K.backprop_input_costs((64, 14, 14, 64), (3, 3, 1, 64), (64, 28, 28, 1),
+                                        (2, 2), ((0, 1), (0, 1)), (1, 1))) == "col2im"
     # The issue-3 CNN: im2col forwards, column-patch input gradient, im2col filter grads.
     assert _fwd_plan((64, 28, 28, 1), (3, 3, 1, 32), (1, 1), same3) == "im2col"
     assert _fwd_plan((64, 14, 14, 32), (3, 3, 32, 64), (1, 1), same3) == "im2col"
