@@ -25,6 +25,25 @@ def clean_blas_env() -> None:
         print("note: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE were unset for this benchmark process")
 
 
+def pin_threads_from_argv() -> str | None:
+    """The ``--threads N`` (or ``--threads=N``) value of this script's command line.
+
+    BLAS reads its thread count when NumPy loads, so with the option set this re-executes
+    the script once with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set to N (and without
+    the OpenBLAS overrides, as :func:`clean_blas_env` would). Call it before importing NumPy.
+    """
+    argv = sys.argv
+    threads = next((a.split("=", 1)[1] if "=" in a else argv[i + 2]
+                    for i, a in enumerate(argv[1:]) if a.startswith("--threads")
+                    and ("=" in a or i + 2 < len(argv))), None)
+    if threads and os.environ.get("OPENBLAS_NUM_THREADS") != threads:
+        env = {k: v for k, v in os.environ.items() if k not in _VARS}
+        env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = threads
+        env["LAYERKIT_BENCH_REEXEC"] = "1"
+        os.execve(sys.executable, [sys.executable, *argv], env)
+    return threads
+
+
 def timeit_interleaved(fns: dict[str, Callable], number: int, repeat: int = 15) -> dict:
     """Median seconds per call of each function, timed in interleaved rounds."""
     samples: dict[str, list] = {k: [] for k in fns}

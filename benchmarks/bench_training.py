@@ -40,19 +40,11 @@ import statistics
 import sys
 import time
 
-_THREADS = next((a.split("=", 1)[1] if "=" in a else sys.argv[i + 2]
-                 for i, a in enumerate(sys.argv[1:]) if a.startswith("--threads")
-                 and ("=" in a or i + 2 < len(sys.argv))), None)
-if _THREADS and os.environ.get("OPENBLAS_NUM_THREADS") != _THREADS:
-    # BLAS reads its thread count when NumPy loads: re-execute with it set (and without
-    # the OpenBLAS overrides, as clean_blas_env would).
-    _env = {k: v for k, v in os.environ.items()
-            if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    _env["OPENBLAS_NUM_THREADS"] = _env["OMP_NUM_THREADS"] = _THREADS
-    _env["LAYERKIT_BENCH_REEXEC"] = "1"
-    os.execve(sys.executable, [sys.executable, *sys.argv], _env)
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _common import pin_threads_from_argv  # noqa: E402
+
+_THREADS = pin_threads_from_argv()
+
 from _common import blas_threads as _blas_threads  # noqa: E402
 from _common import clean_blas_env, table, try_import_torch  # noqa: E402
 from _common import timed_blocks as _timed_blocks  # noqa: E402
