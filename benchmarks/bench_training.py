@@ -360,7 +360,10 @@ def case_cnn(rows):
                      and c["eager"] <= 1.1 * cref))
     NOTES.append(f"CNN floor: the step's GEMMs alone (NumPy's BLAS, {threads} thread(s)) take "
                  f"{ms(t['gemms'])} ms, {t['gemms'] / t['layerkit']:.0%} of layerkit's step"
-                 + (f" and {t['gemms'] / t['torch']:.0%} of torch's" if "torch" in t else ""))
+                 + (f" and {t['gemms'] / t['torch']:.0%} of torch's" if "torch" in t else "")
+                 + f"; CPU time {ms(c['gemms'])} ms, {c['gemms'] / c['layerkit']:.0%} of "
+                 f"layerkit's" + (f" and {c['gemms'] / c['torch']:.0%} of torch's"
+                                  if "torch" in c else ""))
 
 
 # ---- case 3: LSTM ---------------------------------------------------------------------------
