@@ -25,6 +25,25 @@ def clean_blas_env() -> None:
         print("note: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE were unset for this benchmark process")
 
 
+def pin_threads_from_argv() -> str | None:
+    """The ``--threads N`` (or ``--threads=N``) value of this script's command line.
+
+    BLAS reads its thread count when NumPy loads, so with the option set this re-executes
+    the script once with OPENBLAS_NUM_THREADS and OMP_NUM_THREADS set to N (and without
+    the OpenBLAS overrides, as :func:`clean_blas_env` would). Call it before importing NumPy.
+    """
+    argv = sys.argv
+    threads = next((a.split("=", 1)[1] if "=" in a else argv[i + 2]
+                    for i, a in enumerate(argv[1:]) if a.startswith("--threads")
+                    and ("=" in a or i + 2 < len(argv))), None)
+    if threads and os.environ.get("OPENBLAS_NUM_THREADS") != threads:
+        env = {k: v for k, v in os.environ.items() if k not in _VARS}
+        env["OPENBLAS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = threads
+        env["LAYERKIT_BENCH_REEXEC"] = "1"
+        os.execve(sys.executable, [sys.executable, *argv], env)
+    return threads
+
+
 def timeit_interleaved(fns: dict[str, Callable], number: int, repeat: int = 15) -> dict:
     """Median seconds per call of each function, timed in interleaved rounds."""
     samples: dict[str, list] = {k: [] for k in fns}
@@ -37,6 +56,47 @@ def timeit_interleaved(fns: dict[str, Callable], number: int, repeat: int = 15) 
                 fn()
             samples[name].append((time.perf_counter() - t0) / number)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def blas_threads(requested: str | None = None) -> int:
+    """Threads NumPy's BLAS runs GEMMs on: ``requested`` (a ``--threads`` value) or what
+    the environment set, else OpenBLAS's default (one per core)."""
+    for value in (requested, os.environ.get("OPENBLAS_NUM_THREADS"),
+                  os.environ.get("OMP_NUM_THREADS")):
+        if value and value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+def timed_blocks(fns: dict, number: int, repeat: int = 15, blocks: int = 5,
+                 pause: float = 0.05, cpu: bool = False) -> dict:
+    """Median seconds per call of each function, the libraries taking turns in blocks.
+
+    Each block runs one library's function ``number`` times per round for a share of the
+    rounds, after a ``pause`` (seconds). Blocks (rather than alternating single calls) keep
+    one library's worker threads, which spin for a while after each call, from stealing
+    the core that the next library's threads need; turns spread load from other
+    processes over all libraries. The first block is a warm-up. OpenBLAS's idle worker
+    busy-waits ~0.1 s after each threaded GEMM (measured), so a multi-threaded library
+    timed after NumPy needs a pause longer than that. With ``cpu`` each value is a pair
+    (wall seconds, CPU seconds of the process, all threads).
+    """
+    samples: dict = {k: [] for k in fns}
+    per_block = max(1, -(-repeat // blocks))
+    for b in range(blocks + 1):
+        for name, fn in fns.items():
+            time.sleep(pause)
+            for _ in range(per_block if b else 1):
+                t0, c0 = time.perf_counter(), time.process_time()
+                for _ in range(number):
+                    fn()
+                if b:
+                    samples[name].append(((time.perf_counter() - t0) / number,
+                                          (time.process_time() - c0) / number))
+    if cpu:
+        return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+                for k, v in samples.items()}
+    return {k: statistics.median(w for w, _ in v) for k, v in samples.items()}
 
 
 def try_import_torch():

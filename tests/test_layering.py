@@ -53,6 +53,22 @@ def test_import_dag():
     assert not bad, "\n".join(bad)
 
 
+def test_kernels_import_numpy_and_each_other_only():
+    # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in ops/ call
+    # them); they import NumPy, the standard library and other kernels, nothing else.
+    import sys
+
+    bad = []
+    for path in (ROOT / "kernels").rglob("*.py"):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            ok = (top in ("numpy", "__future__") or top in sys.stdlib_module_names
+                  or name.startswith("layerkit.kernels"))
+            if not ok:
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
 def test_import_layerkit_does_not_import_pyarrow():
     import subprocess
     import sys

@@ -142,6 +142,13 @@ def emit_identity(b, n):
     return n.inputs[0]
 
 
+def emit_leaky_relu(b, n):
+    alpha = n.static(1)
+    if alpha is None:
+        raise n.fail("the slope alpha must be a constant")
+    return b.add("LeakyRelu", [_inputs_as(b, n)[0]], alpha=float(np.asarray(alpha)))
+
+
 def emit_gelu(b, n):
     x = n.inputs[0]
     half = b.add("Mul", [x, _scalar(b, n, 0.5)])
@@ -519,6 +526,7 @@ _TABLE = {
     _ew._LOGICAL_NOT: _logical("Not"), _ew._ISFINITE: emit_isfinite, _ew._ISNAN: emit_isnan,
     # activations and normalisers
     _nn._RELU: _simple("Relu"), _nn._SOFTPLUS: _simple("Softplus"), _nn._GELU: emit_gelu,
+    _nn._LEAKY_RELU: emit_leaky_relu,
     _nn._SOFTMAX: _axis_op("Softmax"), _nn._LOG_SOFTMAX: _axis_op("LogSoftmax"),
     # reductions
     _reduce._SUM: _reduction("ReduceSum"), _reduce._MEAN: _reduction("ReduceMean"),

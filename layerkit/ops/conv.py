@@ -1,5 +1,10 @@
 """Convolution and pooling records (NHWC images, HWIO kernels, TensorFlow semantics).
 
+The NumPy work lives in :mod:`layerkit.kernels.conv` and :mod:`layerkit.kernels.pool`
+(algorithms chosen per shape, batch-chunked temporaries, speed notes); this module holds
+the op records, whose forwards call those kernels and whose gradient rules are lk ops,
+and the public functions that check arguments.
+
 Every op here is bilinear or piecewise linear, so its gradients are ops of the same
 family, and the records close under differentiation:
 
@@ -10,64 +15,36 @@ family, and the records close under differentiation:
   each window, as TensorFlow); its vjp -> ``max_pool2d_grad_grad(x, y, h)`` (gather from
   the same argmax), whose vjp is ``max_pool2d_grad`` again.
 - ``avg_pool2d(x)``; vjp -> ``avg_pool2d_grad(g)``, whose vjp is ``avg_pool2d``.
-
-Speed notes (measured on the 2-core box; see benchmarks/bench_conv.py):
-
-- A convolution is one GEMM over an im2col matrix built from a strided *view* of the
-  padded input, ``(N, OH, OW, KH, KW, C)``; the one contiguous copy is the reshape to
-  ``(N*OH*OW, KH*KW*C)``, whose inner runs are ``KW*C`` elements long.
-  With 1-3 input channels those runs are tiny, so the patches are built transposed,
-  ``(KH*KW*C, N*OH*OW)``, by one plane copy per kernel offset; BLAS reads the
-  transpose without a copy (5x faster patches for 28x28x1).
-- ``conv2d_backprop_filter`` is one GEMM ``patches^T @ g``. ``conv2d_backprop_input``
-  with stride 1 and >= 32 input channels is a forward convolution of the re-padded
-  ``g`` with the flipped kernel: one GEMM of column-only patches by all kernel rows at
-  once, then KH-1 shifted adds, with the height padding left implicit (``_conv_s1``:
-  10% faster than padding first at the issue-3 CNN sizes); otherwise one GEMM
-  ``g @ w^T`` followed by a col2im scatter-add that loops over the KH*KW kernel
-  offsets only (never pixels or images).
-- Conv2D layers call ``fused_conv2d`` (conv + bias + ReLU in one record that keeps its
-  patch matrix for the filter gradient; with a bias the patches carry a ones column, so
-  the bias is part of the GEMM; see that section).
-- Padded copies that only feed an im2col live in a reused per-thread scratch buffer
-  (``_pad_scratch``: its zero border is written once).
-- Pools loop over kernel offsets with whole-array ufuncs (no window reductions on
-  strided views, which NumPy runs 2-3x slower), so their cost is the number of C-long
-  inner loops. For the 2x2/2 pool of 64x28x28x32 the rows-first forward took
-  0.78 ms vs 0.88 for np.maximum of the 4 strided views; a backward from a uint8
-  argmax code saved by the forward took 1.7 ms vs 2.4 for the equality masks, but
-  computing the code made the forward 0.9 ms slower (3.5 ms for both vs 3.3); float
-  masks with tie-breaking by bitwise ops on integer views took 3.0 ms vs 2.4.
-- No intra-op threads. OpenBLAS's idle worker busy-waits ~0.1 s after every threaded
-  GEMM (the process burns a core during a sleep that follows one), and a CNN step runs
-  a GEMM every few ms, so the second core is never free for a thread of ours: a 2-way
-  split of a memory-bound NumPy loop ran 1.85x faster with no GEMM in the last 0.1 s
-  and 0.95x right after one (1.8x with OPENBLAS_THREAD_TIMEOUT=4, which OpenBLAS only
-  reads when NumPy loads it). Splitting whole records by batch halves, GEMMs included,
-  took 30-31 ms per CNN step vs 25.8 serial; with BLAS pinned to one thread it took
-  25-27 ms vs 35-37 serial: never better than the serial step with 2 BLAS threads.
-  (With OPENBLAS_THREAD_TIMEOUT=4 set before NumPy loads, splitting only the pools by
-  batch halves took the step from ~25 to ~23.5 ms.)
-  The GEMMs themselves scale (1.9x on 2 threads) and run at ~200 GFLOP/s, 75% of this
-  box's 1024^3 SGEMM peak.
+- Conv2D layers call ``fused_conv2d`` (conv + bias + ReLU in one record, applied to each
+  chunk of the GEMM output while it is in cache; the patch matrix, when small, is kept as
+  a second output for the filter gradient; with a bias the kept patches carry a ones
+  column, so the bias is part of the GEMM; see that section).
 - Inside ``lk.function`` graphs, a ReLU followed by a max-pool gets its mask applied to
   the pooled gradient instead (a graph rewrite in autodiff/function/passes.py).
+
+No intra-op threads. OpenBLAS's idle worker busy-waits ~0.1 s after every threaded
+GEMM (the process burns a core during a sleep that follows one), and a CNN step runs
+a GEMM every few ms, so the second core is never free for a thread of ours: a 2-way
+split of a memory-bound NumPy loop ran 1.85x faster with no GEMM in the last 0.1 s
+and 0.95x right after one (1.8x with OPENBLAS_THREAD_TIMEOUT=4, which OpenBLAS only
+reads when NumPy loads it). Splitting whole records by batch halves, GEMMs included,
+took 30-31 ms per CNN step vs 25.8 serial; with BLAS pinned to one thread it took
+25-27 ms vs 35-37 serial: never better than the serial step with 2 BLAS threads.
 
 Attributes of the records are plain tuples: ``strides=(sh, sw)``,
 ``pads=((top, bottom), (left, right))`` (SAME already resolved), ``dilations=(dh, dw)``.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from layerkit._core.convert import to_array
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit.kernels import conv as _k
+from layerkit.kernels import pool as _kp
 from layerkit.ops import array as _array
 from layerkit.ops import nn as _nn
 from layerkit.ops.spatial import same_pads, spatial_arg
@@ -77,226 +54,24 @@ __all__ = ["conv2d", "conv2d_transpose", "depthwise_conv2d", "max_pool2d", "avg_
 IntOrInts = int | Sequence[int]
 Padding = str | Sequence[Sequence[int]]
 
-_NO_PAD = ((0, 0), (0, 0))
-_TCONV_MIN_CHANNELS = 32  # below this the narrow GEMM loses to col2im (measured)
-_ONES = (1, 1)
-_FEW_CHANNELS = 3  # up to here transposed patches beat window copies (measured at 28x28)
-
-
-# =====================================================================================
-# Geometry helpers (NumPy only)
-# =====================================================================================
-def _out_len(n: int, k: int, s: int, d: int, lo: int, hi: int) -> int:
-    return (n + lo + hi - (k - 1) * d - 1) // s + 1
-
-
-def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
-    """Pad the two spatial axes of an NHWC array (a copy only when there is padding)."""
-    (pt, pb), (pl, pr) = pads
-    if not (pt or pb or pl or pr):
-        return x
-    n, h, w, c = x.shape
-    shape = (n, h + pt + pb, w + pl + pr, c)
-    out = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
-    out[:, pt:pt + h, pl:pl + w] = x
-    return out
-
-
-_SCRATCH = threading.local()
-_SCRATCH_ENTRIES = 8  # per thread; one CNN step uses 2-3
-
-
-def _pad_scratch(x: np.ndarray, pads) -> np.ndarray:
-    """Zero-padded ``x`` in a per-thread buffer that is reused by later calls.
-
-    Only the interior is written: the zero border stays from the buffer's first use,
-    which saves the zero fill of a fresh padded copy (a 4 MB memset for the 64x16x16x64
-    float32 gradient of the issue-3 CNN). The result is overwritten by the next call
-    with the same shape, so it must only feed a copy (an im2col) and never escape.
-    """
-    (pt, pb), (pl, pr) = pads
-    if not (pt or pb or pl or pr):
-        return x
-    n, h, w, c = x.shape
-    key = (x.shape, x.dtype.str, pads)
-    cache = getattr(_SCRATCH, "bufs", None)
-    if cache is None:
-        cache = _SCRATCH.bufs = OrderedDict()
-    buf = cache.pop(key, None)
-    if buf is None:
-        buf = np.zeros((n, h + pt + pb, w + pl + pr, c), x.dtype)
-        if len(cache) >= _SCRATCH_ENTRIES:
-            cache.popitem(last=False)
-    cache[key] = buf
-    buf[:, pt:pt + h, pl:pl + w] = x
-    return buf
-
-
-def _crop(xp: np.ndarray, pads, h: int, w: int) -> np.ndarray:
-    (pt, _), (pl, _) = pads
-    if xp.shape[1] == h and xp.shape[2] == w:
-        return xp
-    return np.ascontiguousarray(xp[:, pt:pt + h, pl:pl + w])
-
-
-def _tap(a: np.ndarray, i: int, j: int, strides, dilations, oh: int, ow: int) -> np.ndarray:
-    """The (N, OH, OW, C) view of padded ``a`` seen by kernel offset (i, j)."""
-    (sh, sw), (dh, dw) = strides, dilations
-    return a[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
-
-
-def _windows(xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, strides, dilations):
-    """Read-only (N, OH, OW, KH, KW, C) window view of padded ``xp`` (no copy)."""
-    sn, sy, sx, sc = xp.strides
-    (sh, sw), (dh, dw) = strides, dilations
-    return as_strided(xp, (xp.shape[0], oh, ow, kh, kw, xp.shape[3]),
-                      (sn, sy * sh, sx * sw, sy * dh, sx * dw, sc), writeable=False)
-
-
-def _im2col(x: np.ndarray, kh: int, kw: int, strides, pads, dilations,
-            ones: bool = False) -> np.ndarray:
-    """The (N*OH*OW, KH*KW*C) patch matrix of ``x`` (possibly a transposed view).
-
-    With ``ones`` (and a kernel larger than 1x1 or any padding or stride) the matrix
-    gets a last column of ones, (M, KH*KW*C + 1), so that a bias rides along as the
-    GEMM's last kernel row; callers check the width.
-    """
-    n, h, w, c = x.shape
-    (pt, pb), (pl, pr) = pads
-    oh = _out_len(h, kh, strides[0], dilations[0], pt, pb)
-    ow = _out_len(w, kw, strides[1], dilations[1], pl, pr)
-    if kh == kw == 1 and strides == _ONES and pads == _NO_PAD:
-        return x.reshape(n * h * w, c)
-    xp = _pad_scratch(x, pads)
-    if c <= _FEW_CHANNELS:
-        # Few channels (images, grayscale): the window copy would move KW*C elements
-        # at a time; instead copy each kernel offset's whole plane into the transposed
-        # patch matrix (KH*KW*C, M) and hand BLAS its transpose. For 28x28x1 inputs:
-        # 0.15 ms instead of 0.76 ms.
-        k, m = kh * kw * c, n * oh * ow
-        cols_t = np.empty((k + ones, m), dtype=x.dtype)
-        planes = cols_t[:k].reshape(kh * kw, c, n, oh, ow)
-        for i in range(kh):
-            for j in range(kw):
-                planes[i * kw + j] = _tap(xp, i, j, strides, dilations, oh, ow).transpose(
-                    3, 0, 1, 2)
-        if ones:
-            cols_t[k] = 1
-        return cols_t.T
-    win = _windows(xp, kh, kw, oh, ow, strides, dilations)
-    # Always a fresh copy: the patches are kept (fused_conv2d's second output), so they
-    # must never be a view of the padding scratch.
-    k = kh * kw * c
-    cols = np.empty((n * oh * ow, k + ones), dtype=x.dtype)
-    np.copyto(cols[:, :k].reshape(win.shape), win)
-    if ones:
-        cols[:, k] = 1
-    return cols
-
-
-def _conv_s1(xh: np.ndarray, w: np.ndarray, dilations, vpads=(0, 0)) -> np.ndarray:
-    """Stride-1 convolution of an NHWC input already padded along its width, with
-    ``vpads = (top, bottom)`` zero rows of height padding left implicit: one GEMM, KH
-    row adds.
-
-    Patches over the KW kernel columns only, (N, H, OW, KW*C), are copied once (a third
-    of a full im2col for 3x3 kernels) and multiplied by all KH kernel rows at once, (KW*C,
-    KH*C_out): output row ``y`` then sums kernel row ``i``'s block of input row
-    ``y + i*dh - top`` (shifted adds on 4-D views). The height padding is never
-    materialised: its rows would only add zeros, so each kernel row's add just covers
-    the output rows whose input row exists (12% fewer GEMM rows and patch copies for
-    the 14x14 3x3 SAME input gradient of the issue-3 CNN than padding first).
-    Used for stride-1 input gradients: it beat a full im2col of the re-padded gradient by
-    ~5 ms per CNN step (less memory traffic), and the single GEMM with KH*C_out columns
-    beat KH narrow ones (C_out columns each, 3x ~1.8 ms vs ~3.6 ms for 14336x192 patches).
-    """
-    n, h, wp, c = xh.shape
-    kh, kw, _, cout = w.shape
-    dh, dw = dilations
-    top, bottom = vpads
-    oh, ow = h + top + bottom - (kh - 1) * dh, wp - (kw - 1) * dw
-    sn, sy, sx, sc = xh.strides
-    win = as_strided(xh, (n, h, ow, kw, c), (sn, sy, sx, sx * dw, sc), writeable=False)
-    cols = win.reshape(n * h * ow, kw * c)
-    wk = w.transpose(1, 2, 0, 3).reshape(kw * c, kh * cout)
-    y = (cols @ wk).reshape(n, h, ow, kh, cout)
-
-    def rows(i):  # output rows [lo, hi) that kernel row i reaches, from input row src
-        shift = i * dh - top
-        lo, hi = max(0, -shift), min(oh, h - shift)
-        return lo, max(lo, hi), lo + shift
-
-    full = [i for i in range(kh) if rows(i)[:2] == (0, oh)]
-    rest = [i for i in range(kh) if not full or i != full[0]]
-    if not full:
-        out = np.zeros((n, oh, ow, cout), y.dtype)
-    else:
-        # Start from a kernel row that covers every output row, fused with the next add.
-        _, _, s0 = rows(full[0])
-        first = y[:, s0:s0 + oh, :, full[0]]
-        if not rest:
-            return np.ascontiguousarray(first)
-        out = np.empty((n, oh, ow, cout), y.dtype)
-        lo, hi, s = rows(rest[0])
-        np.add(first[:, lo:hi], y[:, s:s + hi - lo, :, rest.pop(0)], out=out[:, lo:hi])
-        out[:, :lo] = first[:, :lo]
-        out[:, hi:] = first[:, hi:]
-    for i in rest:
-        lo, hi, s = rows(i)
-        out[:, lo:hi] += y[:, s:s + hi - lo, :, i]
-    return out
-
-
-def _col2im(d: np.ndarray, input_shape, strides, pads, dilations) -> np.ndarray:
-    """Scatter-add patch gradients ``d`` (N, OH, OW, KH, KW, C) back to an NHWC input."""
-    n, h, w, c = input_shape
-    _, oh, ow, kh, kw, _ = d.shape
-    if kh == kw == 1 and strides == _ONES and pads == _NO_PAD:
-        return d.reshape(input_shape)
-    (pt, pb), (pl, pr) = pads
-    dx = np.zeros((n, h + pt + pb, w + pl + pr, c), dtype=d.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            _tap(dx, i, j, strides, dilations, oh, ow)[...] += d[:, :, :, i, j]
-    return _crop(dx, pads, h, w)
+_NO_PAD = _k.NO_PAD
+_ONES = _k.ONES
+_out_len = _k.out_len
 
 
 # =====================================================================================
 # conv2d and its two backprops: three records that are each other's gradients
 # =====================================================================================
 def _conv_fwd(x, w, strides, pads, dilations):
-    kh, kw, _, cout = w.shape
-    oh, ow = _conv_out_hw(x.shape, w.shape, strides, pads, dilations)
-    y = _im2col(x, kh, kw, strides, pads, dilations) @ w.reshape(-1, cout)
-    return y.reshape(x.shape[0], oh, ow, cout)
-
-
-def _conv_out_hw(xshape, wshape, strides, pads, dilations):
-    return (_out_len(xshape[1], wshape[0], strides[0], dilations[0], *pads[0]),
-            _out_len(xshape[2], wshape[1], strides[1], dilations[1], *pads[1]))
+    return _k.conv2d(x, w, strides, pads, dilations)
 
 
 def _bpi_fwd(g, w, input_shape, strides, pads, dilations):
-    kh, kw, cin, cout = w.shape
-    n, oh, ow, _ = g.shape
-    if strides == _ONES and cin >= _TCONV_MIN_CHANNELS:
-        # Stride 1: the input gradient is a plain convolution of g (re-padded) with the
-        # flipped, IO-swapped kernel, so the KH*KW sum happens inside KH GEMMs instead
-        # of KH*KW scatter-add passes over dx (_conv_s1; see its docstring).
-        eh, ew = (kh - 1) * dilations[0], (kw - 1) * dilations[1]
-        (pt, pb), (pl, pr) = pads
-        tpads = ((eh - pt, eh - pb), (ew - pl, ew - pr))
-        if min(tpads[0] + tpads[1]) >= 0:
-            return _conv_s1(_pad_scratch(g, (_NO_PAD[0], tpads[1])),
-                            w[::-1, ::-1].transpose(0, 1, 3, 2), dilations, tpads[0])
-    d = g.reshape(-1, cout) @ w.reshape(-1, cout).T
-    return _col2im(d.reshape(n, oh, ow, kh, kw, cin), input_shape, strides, pads, dilations)
+    return _k.conv2d_backprop_input(g, w, input_shape, strides, pads, dilations)
 
 
 def _bpf_fwd(x, g, filter_shape, strides, pads, dilations):
-    kh, kw, cin, cout = filter_shape
-    cols = _im2col(x, kh, kw, strides, pads, dilations)
-    return (cols.T @ g.reshape(-1, cout)).reshape(filter_shape)
+    return _k.conv2d_backprop_filter(x, g, filter_shape, strides, pads, dilations)
 
 
 def _conv_family(name: str, conv_fwd, bpi_fwd, bpf_fwd) -> tuple[Op, Op, Op]:
@@ -340,10 +115,12 @@ _CONV, _CONV_BPI, _CONV_BPF = _conv_family("conv2d", _conv_fwd, _bpi_fwd, _bpf_f
 # =====================================================================================
 # TensorFlow's grappler rewrites Conv2D+BiasAdd+Relu into one _FusedConv2D kernel; here
 # the layer asks for the fused record directly. The bias and the ReLU run in place on
-# the GEMM's fresh output (no extra arrays), and the patch matrix is a hidden second
-# output, so the filter gradient is one GEMM with no second im2col. Measured at the
-# issue-3 CNN sizes: 3 records -> 1 per layer, ~2.5 ms less per training step (1 BLAS
-# thread, bench of 53-56 ms steps).
+# each chunk of the GEMM's output while it is in cache (no extra arrays or passes). When
+# the kernel chooses im2col and the whole patch matrix is small (up to
+# kernels.conv.KEEP_PATCH_BYTES), it is kept as a hidden second output, so the filter
+# gradient is one GEMM with no second im2col (issue-3 CNN sizes: 3 records -> 1 per
+# layer, ~2.5 ms less per training step); otherwise that output is an empty (0, 0)
+# array and the filter gradient runs its own chunked kernel.
 #
 # The vjp has two paths. With no recorder active (the usual first-order backward: a
 # non-persistent tape stops recording while it runs backward), nothing it computes is
@@ -354,40 +131,22 @@ _CONV, _CONV_BPI, _CONV_BPF = _conv_family("conv2d", _conv_fwd, _bpi_fwd, _bpf_f
 _ACTIVATIONS = ("linear", "relu")
 
 
-def _column_sums(a: np.ndarray) -> np.ndarray:
-    """``a.sum(axis=0)`` of a tall 2-D array as a GEMV (4x faster than np.add.reduce on
-    (50176, 32) float32 here)."""
-    return np.ones(a.shape[0], a.dtype) @ a
-
-
 def _bias_grad_fwd(g):
-    return _column_sums(g.reshape(-1, g.shape[-1]))
+    return _k.column_sums(g.reshape(-1, g.shape[-1]))
 
 
 # The bias gradient, g summed over all axes but the last (TensorFlow's BiasAddGrad), as
-# a record so the traced path gets _column_sums' GEMV too (reduce_sum over the
+# a record so the traced path gets column_sums' GEMV too (reduce_sum over the
 # (N, OH, OW) axes took 0.97 ms vs 0.34 at 64x28x28x32). Linear: its rule broadcasts back.
 _BIAS_GRAD = Op("bias_add_grad", _bias_grad_fwd,
                 lambda h, ins, out, needs: (_array.broadcast_to(h, ins[0].shape),))
 
 
 def _fused_conv_fwd(x, w, *bias, strides, pads, dilations, activation):
-    kh, kw, _, cout = w.shape
-    oh, ow = _conv_out_hw(x.shape, w.shape, strides, pads, dilations)
-    cols = _im2col(x, kh, kw, strides, pads, dilations, ones=bool(bias))
-    wm = w.reshape(-1, cout)
-    if cols.shape[1] > wm.shape[0]:
-        # The patches carry a ones column: the bias is the GEMM's last kernel row, which
-        # saves a pass over the output (0.4-0.5 ms per CNN conv layer at batch 64), and
-        # the eager filter-gradient GEMM then yields the bias gradient as its last row.
-        y = cols @ np.concatenate([wm, bias[0].reshape(1, cout).astype(wm.dtype, copy=False)])
-    else:
-        y = cols @ wm
-        if bias:
-            y += bias[0]
-    y = y.reshape(x.shape[0], oh, ow, cout)
-    if activation == "relu":
-        np.maximum(y, 0, out=y)
+    y, cols = _k.conv2d(x, w, strides, pads, dilations, bias[0] if bias else None,
+                        activation, keep=True)
+    if cols is None:  # not kept (too large, or not an im2col shape): an empty stand-in
+        cols = np.empty((0, 0), y.dtype)
     return y, cols
 
 
@@ -403,17 +162,17 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
         g2 = g.reshape(-1, cout)
         gx = gw = gb = None
         if needs[0]:
-            gx = wrap(_bpi_fwd(g, w._v, input_shape=x.shape, **geo))
+            gx = wrap(_k.conv2d_backprop_input(g, w._v, x.shape, **geo))
         want_b = len(ins) > 2 and needs[2]
         if needs[1]:
             cols = outs[1]._v
             if want_b and _has_ones_column(cols, w.shape):
-                gwv, gbv = _bpf_bias_cols_fwd(None, cols, g, w.shape, **geo)
+                gwv, gbv = _k.backprop_filter_from_patches(cols, g, w.shape, bias=True)
                 gw, gb = wrap(gwv), wrap(gbv)
             else:
-                gw = wrap(_bpf_cols_fwd(None, cols, g, w.shape, **geo))
+                gw = wrap(_bpf_cols_fwd(x._v, cols, g, w.shape, **geo))
         if want_b and gb is None:
-            gb = wrap(_column_sums(g2))
+            gb = wrap(_k.column_sums(g2))
         return (gx, gw, gb)[:len(ins)]
     g = gs[0]
     if activation == "relu":
@@ -437,13 +196,15 @@ _FUSED_CONV = Op("fused_conv2d", _fused_conv_fwd, _fused_conv_vjp, num_outputs=2
 
 
 def _has_ones_column(cols, filter_shape) -> bool:
-    """True if fused_conv2d's patches carry the bias's ones column (see ``_im2col``)."""
+    """True if fused_conv2d's patches carry the bias's ones column (see
+    ``kernels.conv.correlate``)."""
     return cols.shape[1] > filter_shape[0] * filter_shape[1] * filter_shape[2]
 
 
 def _bpf_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):
-    k = filter_shape[0] * filter_shape[1] * filter_shape[2]
-    return (cols[:, :k].T @ g.reshape(-1, filter_shape[3])).reshape(filter_shape)
+    if cols.size == 0 and g.size:  # fused_conv2d kept no patches: from x itself
+        return _k.conv2d_backprop_filter(x, g, filter_shape, strides, pads, dilations)
+    return _k.backprop_filter_from_patches(cols, g, filter_shape)
 
 
 def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
@@ -464,12 +225,10 @@ _CONV_BPF_COLS = Op("conv2d_backprop_filter_from_patches", _bpf_cols_fwd, _bpf_c
 
 def _bpf_bias_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):
     k = filter_shape[0] * filter_shape[1] * filter_shape[2]
-    g2 = g.reshape(-1, filter_shape[3])
     if cols.shape[1] != k + 1:
         raise ValueError(f"conv2d_backprop_filter_and_bias_from_patches: needs patches with a "
                          f"ones column ({k + 1} columns); received shape {cols.shape}")
-    d = cols.T @ g2
-    return d[:k].reshape(filter_shape), d[k]
+    return _k.backprop_filter_from_patches(cols, g, filter_shape, bias=True)
 
 
 def _bpf_bias_cols_vjp(hs, ins, outs, needs, filter_shape, strides, pads, dilations):
@@ -496,71 +255,16 @@ _CONV_BPF_BIAS_COLS = Op("conv2d_backprop_filter_and_bias_from_patches", _bpf_bi
 # =====================================================================================
 # depthwise_conv2d: filter (KH, KW, C, M), output channel c*M + m
 # =====================================================================================
-def _planes(a: np.ndarray, mult: int) -> np.ndarray:
-    """(N, OH, OW, C*M) -> contiguous (M, N, OH, OW, C): one long-run plane per multiplier."""
-    n, oh, ow, cm = a.shape
-    a5 = a.reshape(n, oh, ow, cm // mult, mult)
-    return a5[None, ..., 0] if mult == 1 else np.ascontiguousarray(np.moveaxis(a5, 4, 0))
-
-
-# Depthwise products work on (N, OH, OW, C) planes, one per multiplier, with einsum over
-# the window view (no temporaries). Broadcasting a (C, M) kernel over (..., C, 1) instead
-# gives NumPy inner loops of length M (usually 1): 3-4x slower at 32x56x56x64.
-def _dw_planes_fwd(xp, w, strides, dilations, oh, ow):
-    """sum over kernel taps, per multiplier m: (M, N, OH, OW, C)."""
-    kh, kw, c, mult = w.shape
-    win = _windows(xp, kh, kw, oh, ow, strides, dilations)
-    return [np.einsum("nhwijc,ijc->nhwc", win, w[..., m]) for m in range(mult)]
-
-
 def _dw_fwd(x, w, strides, pads, dilations):
-    kh, kw, c, mult = w.shape
-    n = x.shape[0]
-    oh, ow = _conv_out_hw(x.shape, w.shape, strides, pads, dilations)
-    planes = _dw_planes_fwd(_pad(x, pads), w, strides, dilations, oh, ow)
-    if mult == 1:
-        return planes[0]
-    return np.stack(planes, axis=-1).reshape(n, oh, ow, c * mult)
+    return _k.depthwise_conv2d(x, w, strides, pads, dilations)
 
 
 def _dw_bpi_fwd(g, w, input_shape, strides, pads, dilations):
-    kh, kw, c, mult = w.shape
-    n, oh, ow, _ = g.shape
-    h, wd = input_shape[1:3]
-    gm = _planes(g, mult)
-    eh, ew = (kh - 1) * dilations[0], (kw - 1) * dilations[1]
-    (pt, pb), (pl, pr) = pads
-    tpads = ((eh - pt, eh - pb), (ew - pl, ew - pr))
-    if strides == _ONES and min(tpads[0] + tpads[1]) >= 0:
-        # Stride 1: a depthwise convolution of the re-padded g with the flipped kernel.
-        wf = w[::-1, ::-1]
-        dx = None
-        for m in range(mult):
-            win = _windows(_pad(gm[m], tpads), kh, kw, h, wd, _ONES, dilations)
-            term = np.einsum("nhwijc,ijc->nhwc", win, wf[..., m])
-            dx = term if dx is None else np.add(dx, term, out=dx)
-        return dx
-    dx = np.zeros((n, h + pt + pb, wd + pl + pr, c), dtype=np.result_type(g, w))
-    for i in range(kh):
-        for j in range(kw):
-            view = _tap(dx, i, j, strides, dilations, oh, ow)
-            for m in range(mult):
-                view += np.einsum("nhwc,c->nhwc", gm[m], w[i, j, :, m])
-    return _crop(dx, pads, h, wd)
+    return _k.depthwise_backprop_input(g, w, input_shape, strides, pads, dilations)
 
 
 def _dw_bpf_fwd(x, g, filter_shape, strides, pads, dilations):
-    kh, kw, c, mult = filter_shape
-    oh, ow = g.shape[1:3]
-    gm = _planes(g, mult)
-    xp = _pad(x, pads)
-    dw = np.empty(filter_shape, dtype=np.result_type(x, g))
-    for i in range(kh):
-        for j in range(kw):
-            t = _tap(xp, i, j, strides, dilations, oh, ow)
-            for m in range(mult):
-                dw[i, j, :, m] = np.einsum("nhwc,nhwc->c", t, gm[m])
-    return dw
+    return _k.depthwise_backprop_filter(x, g, filter_shape, strides, pads, dilations)
 
 
 _DW, _DW_BPI, _DW_BPF = _conv_family("depthwise_conv2d", _dw_fwd, _dw_bpi_fwd, _dw_bpf_fwd)
@@ -569,108 +273,16 @@ _DW, _DW_BPI, _DW_BPF = _conv_family("depthwise_conv2d", _dw_fwd, _dw_bpi_fwd, _
 # =====================================================================================
 # Pooling
 # =====================================================================================
-def _lowest(dtype: np.dtype):
-    return -np.inf if dtype.kind in "fc" else np.iinfo(dtype).min
-
-
-def _pool_out_hw(shape, ksize, strides, pads):
-    return (_out_len(shape[1], ksize[0], strides[0], 1, *pads[0]),
-            _out_len(shape[2], ksize[1], strides[1], 1, *pads[1]))
-
-
-def _reduce_taps(xp, ksize, strides, oh, ow, ufunc):
-    """``ufunc``-reduce the pooling windows of padded ``xp`` to (N, OH, OW, C).
-
-    Rows first: the KH row taps are whole (N, OH, Wp, C) slabs with long contiguous
-    runs; the KW column taps then run on the KH-times smaller result.
-    """
-    (kh, kw), (sh, sw) = ksize, strides
-
-    def reduce(taps):
-        out = ufunc(taps[0], taps[1]) if len(taps) > 1 else taps[0].copy()
-        for t in taps[2:]:
-            ufunc(out, t, out=out)
-        return out
-
-    rows = [xp[:, i:i + (oh - 1) * sh + 1:sh] for i in range(kh)]
-    rows = reduce(rows) if kh > 1 else rows[0]
-    return reduce([rows[:, :, j:j + (ow - 1) * sw + 1:sw] for j in range(kw)])
-
-
 def _max_fwd(x, ksize, strides, pads):
-    oh, ow = _pool_out_hw(x.shape, ksize, strides, pads)
-    return _reduce_taps(_pad(x, pads, _lowest(x.dtype)), ksize, strides, oh, ow, np.maximum)
-
-
-def _first_max_masks(xp, y, ksize, strides):
-    """Yield ((i, j), mask) with mask[n, oh, ow, c] true where offset (i, j) is the first
-    (row-major) maximum of its window: TensorFlow routes the gradient of ties there."""
-    kh, kw = ksize
-    oh, ow = y.shape[1:3]
-    taken = None
-    eq = np.empty(y.shape, dtype=bool)
-    for i in range(kh):
-        for j in range(kw):
-            np.equal(_tap(xp, i, j, strides, _ONES, oh, ow), y, out=eq)
-            if taken is None:
-                taken = eq.copy()
-                yield (i, j), taken
-                continue
-            first = np.greater(eq, taken)  # eq and not taken
-            yield (i, j), first
-            taken |= eq
-
-
-def _tiled_first_max(x, y, ksize) -> np.ndarray:
-    """(N, OH, KH, OW, KW, C) bool mask of each window's first (row-major) maximum, for
-    windows that tile unpadded ``x`` exactly: one broadcast comparison on the window
-    layout of ``x`` (a free reshape), then ties resolved in place tap by tap."""
-    (kh, kw), (n, oh, ow, c) = ksize, y.shape
-    eq = x.reshape(n, oh, kh, ow, kw, c) == y[:, :, None, :, None, :]
-    taken = None
-    for i in range(kh):
-        for j in range(kw):
-            e = eq[:, :, i, :, j]
-            if taken is None:
-                taken = e.copy()
-                continue
-            np.greater(e, taken, out=e)  # a maximum here, and none earlier
-            if (i, j) != (kh - 1, kw - 1):
-                taken |= e
-    return eq
+    return _kp.max_pool(x, ksize, strides, pads)
 
 
 def _max_grad_fwd(x, y, g, ksize, strides, pads):
-    oh, ow = y.shape[1:3]
-    if ksize == strides and pads == _NO_PAD and x.shape[1] == oh * ksize[0] and \
-            x.shape[2] == ow * ksize[1]:
-        # The usual 2x2/2 pool: ~1.2x faster than the per-tap loop below (pool of 64x28x28x32).
-        first = _tiled_first_max(x, y, ksize)
-        dx = np.empty(x.shape, dtype=g.dtype)
-        np.multiply(first, g[:, :, None, :, None, :], out=dx.reshape(first.shape))
-        return dx
-    xp = _pad(x, pads, _lowest(x.dtype))
-    overlap = ksize[0] > strides[0] or ksize[1] > strides[1]
-    tiled = ksize == strides and xp.shape[1] == oh * ksize[0] and xp.shape[2] == ow * ksize[1]
-    # Windows that tile the input exactly write every element once: no zero fill needed.
-    dx = (np.empty if tiled else np.zeros)(xp.shape, dtype=g.dtype)
-    for (i, j), m in _first_max_masks(xp, y, ksize, strides):
-        view = _tap(dx, i, j, strides, _ONES, oh, ow)
-        if overlap:
-            view += g * m
-        else:
-            np.multiply(g, m, out=view)
-    return _crop(dx, pads, x.shape[1], x.shape[2])
+    return _kp.max_pool_grad(x, y, g, ksize, strides, pads)
 
 
 def _max_gg_fwd(x, y, h, ksize, strides, pads):
-    xp = _pad(x, pads, _lowest(x.dtype))
-    hp = _pad(h, pads)
-    oh, ow = y.shape[1:3]
-    out = np.zeros(y.shape, dtype=h.dtype)
-    for (i, j), m in _first_max_masks(xp, y, ksize, strides):
-        out += _tap(hp, i, j, strides, _ONES, oh, ow) * m
-    return out
+    return _kp.max_pool_grad_grad(x, y, h, ksize, strides, pads)
 
 
 def _max_vjp(g, ins, y, needs, ksize, strides, pads):
@@ -695,43 +307,12 @@ _MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp)
 _MAX_GG = Op("max_pool2d_grad_grad", _max_gg_fwd, _max_gg_vjp)
 
 
-def _window_counts(in_hw, ksize, strides, pads, out_hw) -> np.ndarray:
-    """(OH, OW, 1) number of real (unpadded) elements in each window (TF's SAME divisor)."""
-    per_axis = []
-    for n, k, s, (lo, _), o in zip(in_hw, ksize, strides, pads, out_hw):
-        pos = np.arange(o)[:, None] * s + np.arange(k)[None, :] - lo
-        per_axis.append(((pos >= 0) & (pos < n)).sum(axis=1))
-    return np.multiply.outer(per_axis[0], per_axis[1])[..., None]
-
-
-def _avg_scale(in_hw, ksize, strides, pads, out_hw, dtype):
-    if pads == _NO_PAD:
-        return dtype.type(1.0 / (ksize[0] * ksize[1]))
-    return (1.0 / _window_counts(in_hw, ksize, strides, pads, out_hw)).astype(dtype)
-
-
 def _avg_fwd(x, ksize, strides, pads):
-    oh, ow = _pool_out_hw(x.shape, ksize, strides, pads)
-    s = _reduce_taps(_pad(x, pads), ksize, strides, oh, ow, np.add)
-    s *= _avg_scale(x.shape[1:3], ksize, strides, pads, (oh, ow), s.dtype)
-    return s
+    return _kp.avg_pool(x, ksize, strides, pads)
 
 
 def _avg_grad_fwd(g, input_shape, ksize, strides, pads):
-    n, h, w, c = input_shape
-    oh, ow = g.shape[1:3]
-    gs = g * _avg_scale((h, w), ksize, strides, pads, (oh, ow), g.dtype)
-    (pt, pb), (pl, pr) = pads
-    dx = np.zeros((n, h + pt + pb, w + pl + pr, c), dtype=g.dtype)
-    overlap = ksize[0] > strides[0] or ksize[1] > strides[1]
-    for i in range(ksize[0]):
-        for j in range(ksize[1]):
-            view = _tap(dx, i, j, strides, _ONES, oh, ow)
-            if overlap:
-                view += gs
-            else:
-                view[...] = gs
-    return _crop(dx, pads, h, w)
+    return _kp.avg_pool_grad(g, input_shape, ksize, strides, pads)
 
 
 def _avg_vjp(g, ins, y, needs, ksize, strides, pads):

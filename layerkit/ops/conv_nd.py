@@ -5,8 +5,8 @@ One new family of records lives here: ``conv_nd`` with ``conv_nd_backprop_input`
 convolution over any number of spatial axes (used for 3-D). Like the 2-D family in
 ``ops/conv.py`` (whose ``_conv_family`` builds them) the three are bilinear and each
 other's gradients, so every order of differentiation stays inside the family.
-``conv_nd`` is one GEMM over an im2col matrix copied once from a strided window view;
-the input gradient is one GEMM and a scatter-add pass per kernel offset.
+The NumPy work is in :mod:`layerkit.kernels.conv_nd` (batch-chunked im2col GEMMs, a
+GEMM and a scatter-add pass per kernel offset for the input gradient).
 
 Everything else composes records that already exist, where that is as fast:
 
@@ -29,19 +29,18 @@ here; layers transpose around these ops.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from layerkit._core.op import apply
 from layerkit._core.tensor import Tensor
+from layerkit.kernels import conv_nd as _knd
 from layerkit.ops import array as _array
 from layerkit.ops import conv as _conv
 from layerkit.ops import elementwise as _ew
 from layerkit.ops import nn as _nn
-from layerkit.ops.conv import _arg, _out_len, _value
+from layerkit.ops.conv import _arg, _value
 from layerkit.ops.spatial import same_pads, spatial_arg
 
 __all__ = ["conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
@@ -56,68 +55,18 @@ _CHANNELS_FIRST = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
 
 # =====================================================================================
-# The conv_nd records (NumPy only)
+# The conv_nd records (forwards in kernels/conv_nd.py)
 # =====================================================================================
-def _pad_nd(x: np.ndarray, pads, value=0) -> np.ndarray:
-    """Pad the spatial axes of a channels-last array (a copy only when there is padding)."""
-    if not any(lo or hi for lo, hi in pads):
-        return x
-    shape = (x.shape[0], *(n + lo + hi for n, (lo, hi) in zip(x.shape[1:-1], pads)),
-             x.shape[-1])
-    out = np.full(shape, value, x.dtype) if value else np.zeros(shape, x.dtype)
-    out[_interior(pads, x.shape[1:-1])] = x
-    return out
-
-
-def _interior(pads, sizes) -> tuple:
-    """The index of the unpadded region of a padded channels-last array."""
-    return (slice(None), *(slice(lo, lo + n) for (lo, _), n in zip(pads, sizes)), Ellipsis)
-
-
-def _out_sizes(sizes, ksize, strides, pads, dilations) -> tuple:
-    return tuple(_out_len(n, k, s, d, lo, hi)
-                 for n, k, s, d, (lo, hi) in zip(sizes, ksize, strides, dilations, pads))
-
-
-def _cols(x: np.ndarray, ksize, strides, pads, dilations):
-    """The patch matrix (N*O, K*C) of ``x`` (a fresh array) and the output sizes O."""
-    xp = _pad_nd(x, pads)
-    out = _out_sizes(x.shape[1:-1], ksize, strides, pads, dilations)
-    sn, *sp, sc = xp.strides
-    win = as_strided(xp, (x.shape[0], *out, *ksize, x.shape[-1]),
-                     (sn, *(a * s for a, s in zip(sp, strides)),
-                      *(a * d for a, d in zip(sp, dilations)), sc), writeable=False)
-    cols = np.empty(win.shape, x.dtype)
-    np.copyto(cols, win)
-    return cols.reshape(x.shape[0] * math.prod(out), -1), out
-
-
 def _nd_fwd(x, w, strides, pads, dilations):
-    cols, out = _cols(x, w.shape[:-2], strides, pads, dilations)
-    return (cols @ w.reshape(-1, w.shape[-1])).reshape(x.shape[0], *out, w.shape[-1])
+    return _knd.conv_nd(x, w, strides, pads, dilations)
 
 
 def _nd_bpi_fwd(g, w, input_shape, strides, pads, dilations):
-    ksize, c = w.shape[:-2], w.shape[-2]
-    n, *out = g.shape[:-1]
-    d = (g.reshape(-1, g.shape[-1]) @ w.reshape(-1, w.shape[-1]).T).reshape(
-        n, *out, *ksize, c)
-    sizes = input_shape[1:-1]
-    padded = tuple(s + lo + hi for s, (lo, hi) in zip(sizes, pads))
-    dxp = np.zeros((n, *padded, c), d.dtype)
-    lead = (slice(None),) * (1 + len(out))
-    for k in np.ndindex(*ksize):  # scatter-add each kernel offset's patch gradients
-        taps = tuple(slice(i * dl, i * dl + (o - 1) * s + 1, s)
-                     for i, dl, o, s in zip(k, dilations, out, strides))
-        dxp[(slice(None), *taps)] += d[lead + k]
-    if padded == tuple(sizes):
-        return dxp
-    return np.ascontiguousarray(dxp[_interior(pads, sizes)])
+    return _knd.conv_nd_backprop_input(g, w, input_shape, strides, pads, dilations)
 
 
 def _nd_bpf_fwd(x, g, filter_shape, strides, pads, dilations):
-    cols, _ = _cols(x, filter_shape[:-2], strides, pads, dilations)
-    return (cols.T @ g.reshape(-1, g.shape[-1])).reshape(filter_shape)
+    return _knd.conv_nd_backprop_filter(x, g, filter_shape, strides, pads, dilations)
 
 
 _ND, _ND_BPI, _ND_BPF = _conv._conv_family("conv_nd", _nd_fwd, _nd_bpi_fwd, _nd_bpf_fwd)
@@ -147,7 +96,7 @@ def resolve_padding(op: str, padding, sizes, ksize, strides, dilations) -> tuple
                 f"of non-negative ints with [0, 0] for the batch and channel axes; received "
                 f"{padding!r}")
         pads = tuple((q[0], q[1]) for q in p[1:-1])
-    out = _out_sizes(sizes, ksize, strides, pads, dilations)
+    out = _knd.out_sizes(sizes, ksize, strides, pads, dilations)
     if min(out) < 1:
         eff = tuple((k - 1) * d + 1 for k, d in zip(ksize, dilations))
         raise ValueError(

@@ -30,8 +30,12 @@ Measured on the 2-core box (4M float32, benchmarks/bench_gelu.py, medians): exac
 gelu forward 13 ms, forward + gradient 22 ms, where the same formula op by op takes 45
 and 68 ms (torch's fused kernels: 1.4 and 5.5 ms); tanh form 6.2 / 16.7 ms vs 16.9 /
 67 ms op by op (torch 4.8 / 11.9); softplus forward 5.9 ms vs 13 ms op by op and
-100 ms for ``np.logaddexp``. A ufunc call costs ~0.12 ns per element even in cache
-(L2 bandwidth), so a 23-call chain cannot match one fused C loop.
+100 ms for ``np.logaddexp``. Both gradients read the forward answer (Phi = y / x), so a
+tape's backward is one pass that never re-evaluates erf or tanh (issue 15; CPU time,
+one thread, a loaded Intel box: exact backward 10.9 ms vs torch 5.7, tanh form 8.6 ms
+vs torch 11.0, where the tanh form's gradient re-evaluating tanh took ~11.3).
+A ufunc call costs ~0.12 ns per element even in cache (L2 bandwidth), so a 23-call
+chain cannot match one fused C loop.
 Exact gelu needs erf, which NumPy lacks: float32 uses a rational approximation of
 Mills' ratio fitted for this file (relative error 1.3e-7, so the gelu error is within
 a few float32 ulps); other float dtypes use ``erf`` from ``ops/elementwise``.
@@ -48,6 +52,7 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor, to_array
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit.kernels import activation as _kact
 from layerkit.ops import array as _array
 from layerkit.ops import creation as _creation
 from layerkit.ops import elementwise as _ew
@@ -217,10 +222,25 @@ def relu6(features) -> Tensor:
     return _ew.minimum(6, relu(features))
 
 
+# leaky_relu(x, alpha) and leaky_relu_grad(g, x, alpha): records (the slope ``alpha`` is a
+# Python-scalar input, so graph fusion still inlines their templates) whose kernels avoid
+# np.where (15x slower here; see kernels/activation.py). leaky_relu_grad is linear in g
+# and piecewise constant in x, so its rule is itself: exact at every order.
+def _leaky_relu_grad_vjp(h, ins, out, needs):
+    return apply(_LEAKY_RELU_GRAD, h, ins[1], ins[2]) if needs[0] else None, None, None
+
+
+_LEAKY_RELU_GRAD = Op("leaky_relu_grad", _kact.leaky_relu_grad, _leaky_relu_grad_vjp,
+                      "where({1} > 0, {0}, {0} * {2})")
+_LEAKY_RELU = Op("leaky_relu", _kact.leaky_relu,
+                 lambda g, ins, y, needs: (apply(_LEAKY_RELU_GRAD, g, ins[0], ins[1]), None),
+                 "where({0} > 0, {0}, {0} * {1})")
+
+
 def leaky_relu(features, alpha: float = 0.2) -> Tensor:
     """``features`` where positive, else ``alpha * features`` (gradient ``alpha`` at 0)."""
     x = _floating(features, "leaky_relu")
-    return _ew.where(_ew.greater(x, 0), x, _ew.multiply(x, float(alpha)))
+    return apply(_LEAKY_RELU, x, float(alpha))
 
 
 def _neg_expm1(x: Tensor, alpha: float) -> Tensor:
@@ -338,6 +358,7 @@ def _gelu_grad32_block(x, y, g, dx, e, t):
     # gelu'(x) = Phi(x) + x * phi(x), with Phi = y / x taken from the forward answer:
     # one exp instead of re-running the rational approximation.
     np.multiply(x, x, e)
+    zero = e.min() == 0                           # x == 0 somewhere (or |x| < 1e-19)?
     np.multiply(e, _NEG_HALF, e)
     np.exp(e, e)
     np.multiply(e, x, e)
@@ -345,13 +366,13 @@ def _gelu_grad32_block(x, y, g, dx, e, t):
     np.divide(y, x, t)
     np.add(t, e, t)
     np.multiply(t, g, dx)
-    if not x.all():                               # 0/0 above: gelu'(0) = 1/2
+    if zero:                                      # 0/0 above: gelu'(0) = 1/2
         z = x == 0
         dx[z] = g[z] * _HALF
 
 
 _TK, _TKC = _k(_TANH_K), _k(_TANH_K * _TANH_C)
-_TKC3_HALF, _TK_HALF = _k(1.5 * _TANH_K * _TANH_C), _k(0.5 * _TANH_K)
+_TKC6, _TK2 = _k(6.0 * _TANH_K * _TANH_C), _k(2.0 * _TANH_K)
 
 
 def _gelu_tanh32_block(x, y, s):
@@ -365,23 +386,24 @@ def _gelu_tanh32_block(x, y, s):
     np.add(y, s, y)
 
 
-def _gelu_tanh_grad32_block(x, y, g, dx, s, t, d):
-    # gelu'(x) = (1 + t)/2 + x/2 * (1 - t^2) * u',  u' = K (1 + 3 C x^2)
-    np.multiply(x, x, s)
-    np.multiply(s, _TKC, t)
-    np.add(t, _TK, t)
-    np.multiply(t, x, t)
-    np.tanh(t, t)
-    np.multiply(s, _TKC3_HALF, d)                 # u'/2
-    np.add(d, _TK_HALF, d)
+def _gelu_tanh_grad32_block(x, y, g, dx, p, d):
+    # gelu'(x) = (1 + t)/2 + x/2 * (1 - t^2) * u',  u' = K (1 + 3 C x^2), t = tanh(u).
+    # The forward answer gives p = (1 + t)/2 = y / x, and 1 - t^2 = 4 p (1 - p): no tanh,
+    # one pass over x, y and g (the forward kernel is not re-run).
+    np.multiply(x, x, d)                          # d = 2 x u' = 4 * x u' / 2
+    zero = d.min() == 0                           # x == 0 somewhere (or |x| < 1e-19)?
+    np.multiply(d, _TKC6, d)
+    np.add(d, _TK2, d)
     np.multiply(d, x, d)
-    np.multiply(t, t, s)                          # 1 - t^2
-    np.subtract(_ONE, s, s)
-    np.multiply(d, s, d)
-    np.multiply(t, _HALF, t)
-    np.add(t, _HALF, t)
-    np.add(t, d, t)
-    np.multiply(t, g, dx)
+    np.divide(y, x, p)
+    np.subtract(_ONE, p, dx)                      # p + p (1 - p) d
+    np.multiply(dx, p, dx)
+    np.multiply(dx, d, dx)
+    np.add(dx, p, dx)
+    np.multiply(dx, g, dx)
+    if zero:                                      # 0/0 above: gelu'(0) = 1/2
+        z = x == 0
+        dx[z] = g[z] * _HALF
 
 
 def _upcast(f, *arrays, **attrs):
@@ -404,20 +426,23 @@ def _gelu_fwd(x, approximate):
 
 
 def _gelu_grad_fwd(x, y, g, approximate):
+    # Both forms read Phi (exact) or (1 + tanh(u))/2 (tanh form) off the forward answer,
+    # y / x, so the gradient is one pass that never re-runs the forward (erf or tanh).
     dt = x.dtype
     if dt == np.float32 and g.dtype == np.float32:
         if approximate:
-            return _blockwise(_gelu_tanh_grad32_block, (x, y, g), 3)
+            return _blockwise(_gelu_tanh_grad32_block, (x, y, g), 2)
         return _blockwise(_gelu_grad32_block, (x, y, g), 2)
     if dt.itemsize < 4:
         return _upcast(_gelu_grad_fwd, x, y, g, approximate=approximate)
-    with np.errstate(over="ignore", under="ignore"):
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        p = y / x
+        if not x.all():
+            p = np.where(x == 0, 0.5, p)            # gelu'(0) = Phi(0) = 1/2
         if approximate:
-            t = np.tanh(_TANH_K * (x + _TANH_C * x * x * x))
-            du = _TANH_K * (1.0 + 3.0 * _TANH_C * x * x)
-            return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
-        cdf = 0.5 * (1.0 + _ew._erf_forward(x * _SQRT_HALF))
-        return g * (cdf + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI)
+            du = x * (0.5 * _TANH_K) * (1.0 + 3.0 * _TANH_C * x * x)
+            return g * (p + 4.0 * du * p * (1.0 - p))
+        return g * (p + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI)
 
 
 def _gelu_second(x: Tensor, approximate: bool) -> Tensor:

@@ -8,6 +8,7 @@ import pytest
 
 import layerkit as lk
 from layerkit._core.op import Op
+from layerkit.kernels import scratch
 from layerkit.ops import conv as C
 from tests.ops.rows_conv import ROWS
 
@@ -219,40 +220,6 @@ def test_conv2d_transpose_dilated_and_explicit(rng):
                                ref_conv_transpose(g2, w, (1, 5, 6, 3), (2, 2), pad), atol=1e-12)
 
 
-@pytest.mark.parametrize("pad,d", [("SAME", 1), ("VALID", 1), ("SAME", 2),
-                                   ([[0, 0], [2, 0], [0, 1], [0, 0]], 1),
-                                   ([[0, 0], [3, 3], [1, 1], [0, 0]], 1)])  # pad > kernel
-@pytest.mark.parametrize("path", ["transposed-conv", "col2im"])
-def test_conv2d_backprop_input_both_paths(rng, monkeypatch, pad, d, path):
-    # Stride-1 input gradients with many channels go through a flipped-kernel conv;
-    # force each implementation and compare both with the loop reference.
-    monkeypatch.setattr(C, "_TCONV_MIN_CHANNELS", 1 if path == "transposed-conv" else 10**9)
-    w = rng.standard_normal((3, 2, 33, 2))
-    shape = (2, 6, 5, 33)
-    out = ref_conv(np.zeros(shape), w, (1, 1), pad, (d, d)).shape
-    g = rng.standard_normal(out)
-    got = C.conv2d_backprop_input(shape, w, g, strides=1, padding=pad, dilations=d)
-    np.testing.assert_allclose(got.numpy(), ref_conv_transpose(g, w, shape, (1, 1), pad, (d, d)),
-                               atol=1e-10)
-
-
-@pytest.mark.parametrize("kh,dh", [(1, 1), (2, 1), (3, 1), (4, 1), (3, 2)])
-@pytest.mark.parametrize("vpads", [(0, 0), (1, 1), (2, 0), (0, 3), (3, 1)])
-def test_conv_s1_leaves_height_padding_implicit(rng, kh, dh, vpads):
-    # _conv_s1 never materialises the height padding: each kernel row only adds into the
-    # output rows whose input row exists. Against padding first and the loop reference,
-    # including paddings where no kernel row covers every output row (zero-initialised
-    # path) and where one does (fused first add).
-    xh = rng.standard_normal((2, 5, 6, 3))
-    w = rng.standard_normal((kh, 2, 3, 4))
-    got = C._conv_s1(xh, w, (dh, 1), vpads)
-    padded = np.pad(xh, ((0, 0), vpads, (0, 0), (0, 0)))
-    np.testing.assert_allclose(got, C._conv_s1(padded, w, (dh, 1)), rtol=0, atol=1e-12)
-    pad = [[0, 0], list(vpads), [0, 0], [0, 0]]
-    np.testing.assert_allclose(got, ref_conv(xh, w, (1, 1), pad, (dh, 1)), atol=1e-12)
-    assert got.flags.c_contiguous
-
-
 def test_conv2d_backprop_input_uneven_height_padding(rng):
     # The transposed-conv input gradient with top != bottom padding and a tall kernel
     # (the implicit-padding row ranges differ per kernel row), vs the loop reference.
@@ -306,9 +273,9 @@ def test_conv_ops_from_data_map_worker_threads(rng):
             np.testing.assert_array_equal(np.asarray(a), e)
     # The padding scratch is per thread: a worker never writes into this thread's buffer.
     x = np.ones((1, 4, 4, 2))
-    mine = C._pad_scratch(x, ((1, 1), (1, 1)))
+    mine = scratch.pad(x, ((1, 1), (1, 1)))
     other = []
-    t = threading.Thread(target=lambda: other.append(C._pad_scratch(2 * x, ((1, 1), (1, 1)))))
+    t = threading.Thread(target=lambda: other.append(scratch.pad(2 * x, ((1, 1), (1, 1)))))
     t.start()
     t.join()
     assert not np.may_share_memory(mine, other[0])

@@ -116,6 +116,81 @@ def test_activation_gradients_at_known_points():
     np.testing.assert_allclose(g.numpy(), s * (1 + x * (1 - s)))
 
 
+@pytest.mark.parametrize("alpha", [0.2, 0.0, 1.0, 1.5, -0.3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leaky_relu_record_values_gradients_and_graph(alpha, dtype):
+    # The record's kernels (max(x, alpha*x) and g*fmax(sign(x), alpha) for alpha in [0, 1],
+    # selects otherwise) against TensorFlow's definition, NaN included: the slope at 0 and
+    # at NaN is alpha (LeakyReluGrad tests x > 0); a traced graph (template) agrees.
+    x = np.array([-3.0, -0.5, -0.0, 0.0, 0.25, 4.0, np.nan], dtype)
+    g = np.array([1.0, -2.0, 3.0, 0.5, 1.5, -1.0, 2.0], dtype)
+    xt, gt = lk.constant(x), lk.constant(g)
+    with np.errstate(invalid="ignore"):
+        want = np.where(x > 0, x, alpha * x)
+        want_g = np.where(x > 0, g, alpha * g)
+    with lk.GradientTape() as tape:
+        tape.watch(xt)
+        y = nn.leaky_relu(xt, alpha)
+        s = lk.reduce_sum(y * gt)
+    got_g = tape.gradient(s, xt)
+    assert y.dtype == dtype and got_g.dtype == dtype
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(got_g.numpy(), want_g, rtol=1e-6)
+    f = lk.function(lambda a: nn.leaky_relu(a * 1.0, alpha) + 0.0)
+    big = np.resize(x, 70000).astype(dtype)  # large enough for a fused region
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(f(big).numpy(), np.where(big > 0, big, alpha * big),
+                                   rtol=1e-6)
+
+
+class _CountingNumpy:
+    """Stands in for ``numpy`` inside layerkit.ops.nn and counts the calls of some ufuncs."""
+
+    def __init__(self, names):
+        self.calls = dict.fromkeys(names, 0)
+
+    def __getattr__(self, name):
+        attr = getattr(np, name)
+        if name not in self.calls:
+            return attr
+
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            return attr(*args, **kwargs)
+        return counted
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_gradient_is_one_pass_that_reads_the_forward_answer(monkeypatch, approximate,
+                                                                 dtype):
+    # tape.gradient of gelu costs one backward pass: the gradient kernel reads Phi (or
+    # (1 + tanh u)/2) off the forward answer y / x and never evaluates tanh or erf again;
+    # values against the float64 formulas, x = 0 (0/0 in y / x) and the tails included.
+    x64 = np.concatenate([np.linspace(-9.0, 9.0, 721), [0.0, -0.0, 1e-20, -1e-20, 30, -30]])
+    g64 = np.cos(3.0 * x64) + 1.5
+    k, c = math.sqrt(2.0 / math.pi), 0.044715
+    if approximate:
+        t = np.tanh(k * (x64 + c * x64 ** 3))
+        want = g64 * (0.5 * (1 + t) + 0.5 * x64 * (1 - t * t) * k * (1 + 3 * c * x64 * x64))
+    else:
+        cdf = 0.5 * (1 + np.array([math.erf(v / math.sqrt(2.0)) for v in x64]))
+        want = g64 * (cdf + x64 * np.exp(-0.5 * x64 * x64) / math.sqrt(2.0 * math.pi))
+    xt, gt = lk.constant(x64.astype(dtype)), lk.constant(g64.astype(dtype))
+    with lk.GradientTape() as tape:
+        tape.watch(xt)
+        y = nn.gelu(xt, approximate=approximate)
+    counting = _CountingNumpy(("tanh",))
+    erf_calls = []
+    monkeypatch.setattr(N, "np", counting)
+    monkeypatch.setattr(N._ew, "_erf_forward", lambda v: erf_calls.append(v))
+    got = tape.gradient(y, xt, output_gradients=gt)
+    assert counting.calls["tanh"] == 0 and not erf_calls
+    assert got.dtype == dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=tol * 2.5)
+
+
 def test_elu_gradient_is_finite_for_large_inputs():
     # The unselected expm1 branch must not turn 0 * inf into nan.
     for f in (nn.elu, nn.selu):

@@ -4,6 +4,11 @@ Each node becomes one line of generated code (``r7 = F3(r2, r5, axis=A3_0)``): n
 Tensor objects, no recorder checks, no dict lookups, values in local variables. This
 is what removes eager mode's per-op overhead (see benchmarks/bench_function.py).
 
+Each value computed in the graph is deleted right after its last reader runs (a liveness
+pass at compile time; see ``Program._deaths``), so a call holds no more arrays at once
+than eager execution of the same code: values that are never read (a record's unused
+extra outputs) are dropped as soon as they are made.
+
 Elementwise ops whose forward is a NumPy ufunc write into preallocated output buffers
 (``out=``) that are reused across calls and, within a call, by later values once a
 buffer's last reader has run (in place when an input dies at the op that replaces it).
@@ -178,11 +183,14 @@ class Program:
         guards = _guards(g, instrs, views, self.keep)
         if guards:
             ns["_fresh"] = fresh
+        dead = self._deaths(instrs)
         for k, ins in enumerate(instrs):
             for vid, reads in guards.get(k, ()):
                 refs = ", ".join(f"r{r}" for r in reads)
                 lines.append(f"    r{vid} = _fresh(r{vid}, {refs})")
             lines.extend("    " + ln for ln in self._emit(k, ins, plan.get(k)))
+            if k in dead:
+                lines.append(f"    del {', '.join(f'r{v}' for v in dead[k])}")
         outs = []
         # Returned arrays must be the caller's own: a Variable's array may later be
         # updated in place (optimizers do), a constant is shared by every call, and the
@@ -224,6 +232,32 @@ class Program:
             else:
                 out.append(n)
         return out
+
+    def _deaths(self, instrs: list) -> dict:
+        """Instruction index -> the values computed in the graph that are read for the
+        last time there (or never read: unused extra outputs die where they are made).
+
+        The generated code deletes their locals right after that instruction, so each
+        array is freed after its last use, as in eager execution, instead of living
+        until the call returns. Outputs and values kept for a backward program live to
+        the end; parameters and Variable reads belong to the caller.
+        """
+        made: dict[int, int] = {}
+        for k, n in enumerate(instrs):
+            if n.kind in ("op", "fused"):
+                for o in n.outs:
+                    made[o] = k
+        last = dict(made)
+        for k, n in enumerate(instrs):
+            for i in n.ins:
+                if i in made:
+                    last[i] = k
+        alive = set(self.graph.output_vids()) | set(self.keep)
+        dead: dict[int, list] = {}
+        for vid, k in sorted(last.items()):
+            if vid not in alive:
+                dead.setdefault(k, []).append(vid)
+        return dead
 
     # ---- buffer planning ---------------------------------------------------------------------
     def _plan_buffers(self, instrs: list) -> dict:
