@@ -33,11 +33,11 @@ from layerkit import (
     saving,
     utils,
 )
-from layerkit.keras import activations, backend, mixed_precision
+from layerkit.keras import activations, backend, datasets, mixed_precision
 from layerkit.models import Model, Sequential
 from layerkit.models.functional import Input
 
-__all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks",
+__all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "datasets",
            "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision",
            "models", "optimizers", "random", "regularizers", "saving", "utils"]
 
@@ -55,3 +55,4 @@ def _register(aliases: dict) -> None:
 
 
 _register(_ALIASES)
+_register({f"datasets.{d}": getattr(datasets, d) for d in datasets.__all__})
