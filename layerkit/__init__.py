@@ -20,6 +20,7 @@ from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
 from layerkit import onnx  # noqa: E402
+from layerkit import keras_ops  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 
