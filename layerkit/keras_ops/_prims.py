@@ -63,6 +63,29 @@ def floating(x, who: str = "") -> Tensor:
     return lk.cast(x, FLOATX)
 
 
+def result_dtype(dtypes, weak_float: bool = False) -> np.dtype:
+    """Keras's promotion: floats win over integers without widening (int32 with
+    float32 is float32, not NumPy's float64), and a Python float with only integer
+    tensors gives float32; otherwise NumPy's rule."""
+    floats = [d for d in dtypes if d.kind in "fc"]
+    if floats:
+        return np.result_type(*floats)
+    if weak_float:
+        return FLOATX
+    return np.result_type(*dtypes)
+
+
+def promote(values: list) -> list:
+    """``values`` (Tensors and weak Python scalars) cast to Keras's common dtype when it
+    is a float; integer combinations are left to NumPy's rule."""
+    ts = [v for v in values if isinstance(v, Tensor)]
+    weak = any(isinstance(v, float) for v in values if not isinstance(v, Tensor))
+    dt = result_dtype([v.dtype for v in ts], weak)
+    if dt.kind not in "fc":
+        return values
+    return [lk.cast(v, dt) if isinstance(v, Tensor) and v.dtype != dt else v for v in values]
+
+
 def float_pair(x1, x2):
     """Both operands as floats of their common type (ints become float32)."""
     a = x1 if isinstance(x1, (float, int)) and not isinstance(x1, bool) else floating(x1)

@@ -1,5 +1,5 @@
 """keras.ops.image: the cheap, differentiable subset (colour conversions, padding and
-cropping, patch extraction, Gaussian blur). Images are ``(H, W, C)`` or
+cropping, patch extraction, Gaussian blur, resizing). Images are ``(H, W, C)`` or
 ``(N, H, W, C)`` (``data_format="channels_first"`` for ``(..., C, H, W)``)."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from layerkit._core.tensor import Tensor
 from layerkit.keras_ops._prims import floating, t
 
 __all__ = ["rgb_to_grayscale", "rgb_to_hsv", "hsv_to_rgb", "pad_images", "crop_images",
-           "extract_patches", "gaussian_blur"]
+           "extract_patches", "gaussian_blur", "resize", "map_coordinates",
+           "affine_transform"]
 
 
 def _nhwc(images, data_format, who):
@@ -190,4 +191,205 @@ def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None
     p = kh // 2
     xp = lk.pad(x, [[0, 0], [p, p], [p, p], [0, 0]])
     out = lk.nn.depthwise_conv2d(xp, kern, [1, 1, 1, 1], "VALID")
+    return _back(out, single, cf)
+
+
+def _cubic(d: np.ndarray, a: float = -0.75) -> np.ndarray:
+    d = np.abs(d)
+    return np.where(d <= 1, ((a + 2) * d - (a + 3)) * d * d + 1,
+                    np.where(d < 2, (((d - 5) * d + 8) * d - 4) * a, 0.0))
+
+
+def _taps(n_in: int, n_out: int, method: str, antialias: bool) -> np.ndarray:
+    """The ``(n_out, n_in)`` interpolation matrix of one axis (half-pixel centres, as
+    PyTorch's ``interpolate``, which Keras's reference backend uses)."""
+    scale = n_in / n_out
+    centre = (np.arange(n_out) + 0.5) * scale
+    w = np.zeros((n_out, n_in))
+    rows = np.arange(n_out)
+    if method == "nearest":
+        w[rows, np.minimum(np.floor(centre).astype(int), n_in - 1)] = 1.0
+        return w
+    if antialias and (scale > 1 or method == "bicubic"):
+        # PyTorch's antialiased filters: a triangle, or Keys's cubic with a = -0.5,
+        # stretched by the shrink factor and renormalised.
+        if method == "bilinear":
+            w = np.maximum(0.0, 1.0 - np.abs(
+                (np.arange(n_in)[None, :] + 0.5 - centre[:, None]) / scale))
+        else:
+            w = _cubic((np.arange(n_in)[None, :] + 0.5 - centre[:, None]) / max(scale, 1.0),
+                       -0.5)
+        return w / w.sum(1, keepdims=True)
+    src = centre - 0.5
+    if method == "bilinear":
+        src = np.maximum(src, 0.0)
+        lo = np.floor(src).astype(int)
+        frac = src - lo
+        np.add.at(w, (rows, np.minimum(lo, n_in - 1)), 1.0 - frac)
+        np.add.at(w, (rows, np.minimum(lo + 1, n_in - 1)), frac)
+        return w
+    lo = np.floor(src).astype(int)
+    frac = src - lo
+    for k in range(-1, 3):
+        np.add.at(w, (rows, np.clip(lo + k, 0, n_in - 1)), _cubic(k - frac))
+    return w
+
+
+def resize(images, size, interpolation: str = "bilinear", antialias: bool = False,
+           crop_to_aspect_ratio: bool = False, pad_to_aspect_ratio: bool = False,
+           fill_mode: str = "constant", fill_value: float = 0.0, data_format=None) -> Tensor:
+    """Resize images to ``size = (height, width)`` ("nearest", "bilinear" or "bicubic";
+    half-pixel centres; ``antialias`` widens the filter when shrinking). Optionally
+    centre-crop or pad (with ``fill_value``) to the target aspect ratio first.
+    Differentiable in ``images`` (a product with constant interpolation matrices)."""
+    if interpolation not in ("nearest", "bilinear", "bicubic"):
+        raise ValueError(f"keras_ops.image.resize: interpolation must be nearest, bilinear "
+                         f"or bicubic, received {interpolation!r}")
+    if crop_to_aspect_ratio and pad_to_aspect_ratio:
+        raise ValueError("keras_ops.image.resize: pass only one of crop_to_aspect_ratio and "
+                         "pad_to_aspect_ratio")
+    if fill_mode != "constant":
+        raise ValueError(f"keras_ops.image.resize: fill_mode must be 'constant', received "
+                         f"{fill_mode!r}")
+    x, single, cf = _nhwc(images, data_format, "resize")
+    dtype = x.dtype
+    x = floating(x)
+    th, tw = (int(v) for v in size)
+    h, w = x.shape[1:3]
+    if crop_to_aspect_ratio:
+        ch = max(min(h, int(w * th / tw)), 1)
+        cw = max(min(w, int(h * tw / th)), 1)
+        x = lk.slice(x, [0, (h - ch) // 2, (w - cw) // 2, 0], [-1, ch, cw, -1])
+    elif pad_to_aspect_ratio:
+        ph = max(h, int(w * th / tw))
+        pw = max(w, int(h * tw / th))
+        top, left = (ph - h) // 2, (pw - w) // 2
+        x = lk.pad(x, [[0, 0], [top, ph - h - top], [left, pw - w - left], [0, 0]],
+                   constant_values=float(fill_value))
+    h, w = x.shape[1:3]
+    wh = lk.constant(_taps(h, th, interpolation, antialias).astype(x.dtype))
+    ww = lk.constant(_taps(w, tw, interpolation, antialias).astype(x.dtype))
+    out = lk.einsum("ih,nhwc,jw->nijc", wh, x, ww)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        out = lk.cast(lk.clip_by_value(lk.round(out), float(info.min), float(info.max)), dtype)
+    return _back(out, single, cf)
+
+
+_FILL_MODES = ("constant", "nearest", "wrap", "mirror", "reflect")
+
+
+def _fix_index(i: Tensor, n: int, mode: str) -> Tensor:
+    """Integer sample positions mapped into ``[0, n)`` by ``mode`` (SciPy's rules)."""
+    if mode in ("constant", "nearest"):
+        return lk.clip_by_value(i, 0, n - 1)
+    if mode == "wrap":
+        return lk.mod(i, n)
+    if mode == "mirror":
+        if n == 1:
+            return lk.zeros_like(i)
+        p = 2 * n - 2
+        j = lk.mod(lk.abs(i), p)
+        return lk.where(j >= n, p - j, j)
+    j = lk.mod(i, 2 * n)                                  # reflect
+    return lk.where(j >= n, 2 * n - 1 - j, j)
+
+
+def _sample(flat: Tensor, shape: tuple, coords: list, order: int, mode: str, fill: float):
+    """Values of ``flat`` (the input flattened over ``shape``, trailing axes kept) at
+    float ``coords`` (one tensor per axis of ``shape``), nearest or linear."""
+    if mode not in _FILL_MODES:
+        raise ValueError(f"keras_ops.image: fill_mode must be one of {_FILL_MODES}, "
+                         f"received {mode!r}")
+    if order not in (0, 1):
+        raise ValueError(f"keras_ops.image: order/interpolation must be 0/nearest or "
+                         f"1/bilinear, received {order!r}")
+    corners = []
+    for c in coords:
+        if order == 0:
+            lo = lk.round(c)                  # half to even, as Keras's backends
+            corners.append([(lo, None)])
+        else:
+            lo = lk.floor(c)
+            frac = c - lo
+            corners.append([(lo, 1.0 - frac), (lo + 1.0, frac)])
+    out = None
+    import itertools
+    for combo in itertools.product(*corners):
+        idx = None
+        weight = None
+        inside = None
+        for (pos, w), n, stride in zip(combo, shape, _strides(shape)):
+            i = lk.cast(pos, np.int64)
+            ok = lk.logical_and(i >= 0, i < n)
+            inside = ok if inside is None else lk.logical_and(inside, ok)
+            term = _fix_index(i, n, mode) * stride
+            idx = term if idx is None else idx + term
+            if w is not None:
+                weight = w if weight is None else weight * w
+        val = lk.gather(flat, idx, axis=0)
+        if mode == "constant":
+            val = lk.where(_expand_to(inside, val), val, lk.cast(fill, val.dtype))
+        if weight is not None:
+            val = val * _expand_to(weight, val)
+        out = val if out is None else out + val
+    return out
+
+
+def _strides(shape: tuple) -> list:
+    return [int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape))]
+
+
+def _expand_to(m: Tensor, val: Tensor) -> Tensor:
+    return lk.reshape(m, list(m.shape) + [1] * (val.ndim - m.ndim))
+
+
+def map_coordinates(inputs, coordinates, order: int, fill_mode: str = "constant",
+                    fill_value: float = 0) -> Tensor:
+    """Values of ``inputs`` at the float ``coordinates`` (shape ``(inputs.ndim, ...)``),
+    nearest (``order=0``) or linear (``order=1``); positions outside are handled by
+    ``fill_mode``. Differentiable in ``inputs`` (and in ``coordinates`` for order 1)."""
+    x = floating(inputs)
+    c = floating(coordinates)
+    if c.ndim == 0 or c.shape[0] != x.ndim:
+        raise ValueError(f"keras_ops.image.map_coordinates: coordinates need a leading "
+                         f"axis of length {x.ndim}, received shape {c.shape}")
+    flat = lk.reshape(x, [-1])
+    coords = [lk.cast(v, x.dtype) for v in lk.unstack(c, axis=0)]
+    return _sample(flat, tuple(x.shape), coords, int(order), fill_mode, float(fill_value))
+
+
+def affine_transform(images, transform, interpolation: str = "bilinear",
+                     fill_mode: str = "constant", fill_value: float = 0,
+                     data_format=None) -> Tensor:
+    """Apply projective transforms ``[a0, a1, a2, b0, b1, b2, c0, c1]`` (one, or one per
+    image): the output pixel ``(x, y)`` reads the input at
+    ``((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k)``, ``k = c0 x + c1 y + 1``
+    (TensorFlow's projective rule; Keras's other backends treat ``c0``, ``c1`` as 0).
+    Nearest sampling rounds half to even; ``fill_mode`` as in ``map_coordinates``."""
+    x, single, cf = _nhwc(images, data_format, "affine_transform")
+    x = floating(x)
+    if interpolation not in ("nearest", "bilinear"):
+        raise ValueError(f"keras_ops.image.affine_transform: interpolation must be "
+                         f"'nearest' or 'bilinear', received {interpolation!r}")
+    tr = lk.cast(floating(transform), x.dtype)
+    if tr.ndim == 1:
+        tr = lk.expand_dims(tr, 0)
+    if tr.shape[-1] != 8:
+        raise ValueError(f"keras_ops.image.affine_transform: transform must have 8 "
+                         f"entries, received shape {tr.shape}")
+    n, h, w, c = x.shape
+    tr = lk.broadcast_to(tr, (n, 8))
+    yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    xs, ys = lk.constant(xx.astype(x.dtype)), lk.constant(yy.astype(x.dtype))
+    a = [lk.reshape(tr[:, k], [n, 1, 1]) for k in range(8)]
+    k = a[6] * xs + a[7] * ys + 1.0
+    src_x = (a[0] * xs + a[1] * ys + a[2]) / k
+    src_y = (a[3] * xs + a[4] * ys + a[5]) / k
+    batch = lk.constant(np.broadcast_to(np.arange(n, dtype=x.dtype)[:, None, None],
+                                        (n, h, w)).copy())
+    flat = lk.reshape(x, [n * h * w, c])
+    order = 0 if interpolation == "nearest" else 1
+    out = _sample(flat, (n, h, w), [batch, src_y, src_x], order, fill_mode,
+                  float(fill_value))
     return _back(out, single, cf)

@@ -17,7 +17,7 @@ from layerkit.keras_ops._prims import axes_arg, floating, t
 __all__ = ["erf", "erfc", "erfinv", "logsumexp", "rsqrt", "top_k", "in_top_k",
            "segment_sum", "segment_max", "segment_min", "segment_prod",
            "extract_sequences", "logdet", "fft", "fft2", "ifft2", "rfft", "irfft", "stft",
-           "istft", "cdist"]
+           "istft", "cdist", "view_as_complex", "view_as_real"]
 
 
 def erf(x) -> Tensor:
@@ -329,3 +329,21 @@ def cdist(x, y) -> Tensor:
     a, b = knp._common([floating(x), floating(y)])
     diff = lk.expand_dims(a, -2) - lk.expand_dims(b, -3)
     return lk.sqrt(lk.reduce_sum(diff * diff, axis=-1))
+
+
+def view_as_real(x) -> Tensor:
+    """A complex tensor as floats with a trailing axis of 2 (real, imag); no gradient."""
+    x = t(x)
+    if x.dtype.kind != "c":
+        raise TypeError(f"keras_ops.view_as_real: x must be complex, received {x.dtype}")
+    return P.run("view_as_real", lambda a: np.stack([a.real, a.imag], -1), x)
+
+
+def view_as_complex(x) -> Tensor:
+    """A float tensor with a trailing axis of 2 as complex numbers; no gradient."""
+    x = floating(x)
+    if x.ndim == 0 or x.shape[-1] != 2:
+        raise ValueError(f"keras_ops.view_as_complex: the last axis must have length 2, "
+                         f"received shape {x.shape}")
+    return P.run("view_as_complex", lambda a: (a[..., 0] + 1j * a[..., 1]).astype(
+        np.complex128 if a.dtype == np.float64 else np.complex64), x)

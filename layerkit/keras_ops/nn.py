@@ -24,7 +24,7 @@ __all__ = ["relu", "relu6", "sigmoid", "softplus", "softsign", "silu", "swish",
            "sparse_categorical_crossentropy", "conv", "conv_transpose", "depthwise_conv",
            "separable_conv", "max_pool", "average_pool", "adaptive_average_pool",
            "adaptive_max_pool", "dot_product_attention", "psnr", "depth_to_space",
-           "space_to_depth", "unfold", "fold"]
+           "space_to_depth", "unfold", "fold", "ctc_loss", "ctc_decode", "polar"]
 
 EPSILON = 1e-7   # keras.config.epsilon()
 
@@ -37,8 +37,9 @@ def relu(x) -> Tensor:
 
 
 def relu6(x) -> Tensor:
-    """min(max(x, 0), 6)."""
-    return lk.nn.relu6(floating(x))
+    """min(max(x, 0), 6) (keeps integer dtypes)."""
+    x = t(x)
+    return lk.nn.relu6(x) if x.dtype.kind == "f" else lk.clip_by_value(x, 0, 6)
 
 
 def sigmoid(x) -> Tensor:
@@ -380,6 +381,15 @@ def sparse_categorical_crossentropy(target, output, from_logits: bool = False,
     return categorical_crossentropy(oh, output, from_logits, ax)
 
 
+def polar(abs_, angle) -> Tensor:
+    """The complex tensor ``abs_ * exp(1j * angle)`` (complex64 for float32; no
+    gradient)."""
+    a, th = P.float_pair(abs_, angle)
+    a, th = t(a), lk.cast(t(th), t(a).dtype)
+    return P.run("polar", lambda r, p: (r * np.exp(1j * p)).astype(
+        np.complex128 if r.dtype == np.float64 else np.complex64), a, th)
+
+
 def psnr(x1, x2, max_val) -> Tensor:
     """Peak signal-to-noise ratio in dB over all elements."""
     a, b = P.float_pair(x1, x2)
@@ -659,3 +669,93 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None,
     probs = lk.nn.softmax(logits, axis=-1)
     out = lk.einsum("bnts,bsnh->btnh", probs, v)
     return lk.squeeze(out, [2]) if squeeze else out
+
+
+# ---- CTC ----------------------------------------------------------------------------------------
+_NEG = -1e30   # log(0) stand-in: finite, so logaddexp and its gradient stay NaN-free
+
+
+def _lse3(a, b, c):
+    m = lk.maximum(lk.maximum(a, b), c)
+    return m + lk.log(lk.exp(a - m) + lk.exp(b - m) + lk.exp(c - m))
+
+
+def ctc_loss(target, output, target_length, output_length, mask_index: int = 0) -> Tensor:
+    """Connectionist temporal classification loss per batch entry.
+
+    Args:
+        target: ``(batch, max_label_length)`` integer labels (padding ignored past
+            ``target_length``).
+        output: ``(batch, max_time, num_classes)`` logits.
+        target_length, output_length: ``(batch,)`` valid lengths.
+        mask_index: the blank class.
+
+    Returns:
+        ``(batch,)`` negative log-likelihoods (differentiable in ``output``).
+    """
+    logits = floating(output)
+    lab = t(target)
+    if lab.dtype.kind not in "iu":
+        raise TypeError(f"keras_ops.ctc_loss: target must be integers, received {lab.dtype}")
+    b, tmax, _ = logits.shape
+    n = lab.shape[1]
+    logp = lk.nn.log_softmax(logits, axis=-1)
+    blank = int(mask_index)
+    lab = lk.cast(lab, np.int64)
+    ext = lk.reshape(lk.stack([lk.fill([b, n], np.int64(blank)), lab], 2), [b, 2 * n])
+    ext = lk.concat([ext, lk.fill([b, 1], np.int64(blank))], 1)          # (B, S)
+    s = 2 * n + 1
+    lp = P.take_along(logp, lk.broadcast_to(lk.expand_dims(ext, 1), [b, tmax, s]), 2)
+    prev2 = lk.concat([lk.fill([b, 2], np.int64(-1)), ext[:, :-2]], 1)
+    skip = lk.logical_and(lk.not_equal(ext, blank), lk.not_equal(ext, prev2))
+    out_len = lk.cast(t(output_length), np.int64)
+    neg = lk.fill([b, s], np.asarray(_NEG, logits.dtype))
+    start = np.zeros(s, bool)
+    start[:2] = True
+    alpha = lk.where(start, lp[:, 0], neg)
+    pad1 = [[0, 0], [1, 0]]
+    for step in range(1, tmax):
+        a1 = lk.pad(alpha[:, :-1], pad1, constant_values=_NEG)
+        a2 = lk.pad(alpha[:, :-2], [[0, 0], [2, 0]], constant_values=_NEG)
+        new = _lse3(alpha, a1, lk.where(skip, a2, neg)) + lp[:, step]
+        alpha = lk.where(lk.expand_dims(out_len > step, 1), new, alpha)
+    last = lk.expand_dims(2 * lk.cast(t(target_length), np.int64), 1)     # index S_b - 1
+    end = P.take_along(alpha, last, 1)[:, 0]
+    before = P.take_along(alpha, lk.maximum(last - 1, 0), 1)[:, 0]
+    before = lk.where(last[:, 0] > 0, before, lk.fill([b], np.asarray(_NEG, logits.dtype)))
+    m = lk.maximum(end, before)
+    return -(m + lk.log(lk.exp(end - m) + lk.exp(before - m)))
+
+
+def ctc_decode(inputs, sequence_lengths, strategy: str = "greedy", beam_width: int = 100,
+               top_paths: int = 1, merge_repeated: bool = True, mask_index: int = 0) -> tuple:
+    """Greedy CTC decoding: the best class per step, repeats merged (unless
+    ``merge_repeated=False``) and blanks (``mask_index``) removed.
+
+    Returns ``(decoded, scores)``: decoded ``(1, batch, max_time)`` int32 padded with -1,
+    and ``(batch, 1)`` scores, minus the summed best inputs over the valid steps. Only
+    ``strategy="greedy"`` is supported (no gradient).
+    """
+    if strategy != "greedy":
+        raise ValueError(f"keras_ops.ctc_decode: only strategy='greedy' is supported, "
+                         f"received {strategy!r}")
+    x = floating(inputs)
+    best = lk.cast(lk.argmax(x, axis=2), np.int32)
+    valid = lk.less(np.arange(x.shape[1])[None, :],
+                    lk.expand_dims(lk.cast(t(sequence_lengths), np.int64), 1))
+    scores = -lk.reduce_sum(lk.where(valid, lk.reduce_max(x, axis=2), 0.0), axis=1,
+                            keepdims=True)
+
+    def fwd(best, valid, merge, blank):
+        out = np.full(best.shape, -1, np.int32)
+        for i, (row, ok) in enumerate(zip(best, valid)):
+            seq = row[ok]
+            if merge and seq.size:
+                seq = seq[np.r_[True, seq[1:] != seq[:-1]]]
+            seq = seq[seq != blank]
+            out[i, :seq.size] = seq
+        return out[None]
+
+    decoded = P.run("ctc_decode", fwd, best, valid, merge=bool(merge_repeated),
+                    blank=int(mask_index))
+    return decoded, scores

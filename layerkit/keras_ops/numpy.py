@@ -134,7 +134,8 @@ floor = _float_unary("floor", lk.floor, "Largest integer <= x, as a float")
 abs = _keep_unary("abs", lk.abs, "Absolute value")  # noqa: A001
 absolute = _keep_unary("absolute", lk.abs, "Absolute value")
 negative = _keep_unary("negative", lk.negative, "-x")
-sign = _keep_unary("sign", lk.sign, "-1, 0 or 1 by the sign of x")
+sign = _keep_unary("sign", lambda x: x if x.dtype == bool else lk.sign(x),
+                   "-1, 0 or 1 by the sign of x")
 square = _keep_unary("square", lambda x: lk.square(lk.cast(x, _INT) if x.dtype == bool
                                                    else x), "x * x")
 isfinite = _keep_unary("isfinite", lk.isfinite, "Whether x is finite; bool")
@@ -234,17 +235,17 @@ def nan_to_num(x, nan: float = 0.0, posinf: float | None = None,
 
 # ---- elementwise: binary ------------------------------------------------------------------
 def _operands(x1, x2):
-    """Tensors, except that Python scalars stay weak (NumPy 2 promotion)."""
+    """Tensors in Keras's common dtype, except that Python scalars stay weak."""
     a = x1 if _py_scalar(x1) else t(x1)
     b = x2 if _py_scalar(x2) else t(x2)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = t(a)
-    return a, b
+    return P.promote([a, b])
 
 
 def _binary(name: str, fn: Callable, doc: str) -> Callable:
     return _named(name, lambda x1, x2: fn(*_operands(x1, x2)),
-                  f"{doc} (broadcasting; NumPy type promotion)", "x1, x2")
+                  f"{doc} (broadcasting; Keras type promotion)", "x1, x2")
 
 
 def _float_binary(name: str, fn: Callable, doc: str) -> Callable:
@@ -257,9 +258,9 @@ def _py_scalar(v) -> bool:
 
 
 def _fmod(a, b):
-    if isinstance(a, Tensor) and a.dtype.kind in "iu" or isinstance(b, Tensor) and \
-            b.dtype.kind in "iu" and not isinstance(a, float):
-        return lk.sign(a) * lk.mod(lk.abs(a), lk.abs(b))
+    kinds = {v.dtype.kind if isinstance(v, Tensor) else type(v).__name__ for v in (a, b)}
+    if not kinds & {"f", "c", "float"}:
+        return lk.sign(a) * lk.mod(lk.abs(a), builtins.abs(b) if _py_scalar(b) else lk.abs(b))
     q = a / b
     return a - lk.where(q < 0, lk.ceil(q), lk.floor(q)) * b
 
@@ -1134,7 +1135,7 @@ def unique(x, sorted: bool = True, return_index: bool = False,  # noqa: A002
     res = P.run("unique", fwd, x, num_outputs=nout, axis=None if axis is None else int(axis),
                 ri=bool(return_index), rv=bool(return_inverse), rc=bool(return_counts),
                 size=None if size is None else int(size), fill=fill_value)
-    return res[0] if nout == 1 else tuple(res)
+    return res if nout == 1 else tuple(res)
 
 
 def nonzero(x) -> tuple:
@@ -1253,7 +1254,7 @@ def _common(xs) -> list:
     ts = [t(v) for v in xs]
     if not ts:
         raise ValueError("keras_ops: need at least one tensor")
-    dt = np.result_type(*[v.dtype for v in ts])
+    dt = P.result_dtype([v.dtype for v in ts])
     return [v if v.dtype == dt else lk.cast(v, dt) for v in ts]
 
 
@@ -1499,11 +1500,11 @@ def take(x, indices, axis: int | None = None) -> Tensor:
 
 def take_along_axis(x, indices, axis: int | None = None) -> Tensor:
     """``x`` gathered along ``axis`` with ``indices`` of the same rank (other axes
-    broadcast); ``axis=None`` uses the flattened ``x``."""
+    broadcast); ``axis=None`` uses the flattened ``x`` and ``indices``."""
     x = t(x)
     idx = t(indices)
     if axis is None:
-        x = lk.reshape(x, [-1])
+        x, idx = lk.reshape(x, [-1]), lk.reshape(idx, [-1])
         ax = 0
     else:
         ax = axis_one(axis, x.ndim, "take_along_axis")

@@ -68,6 +68,19 @@ def _dft(x):
     return np.fft.fft(x)
 
 
+def _ctc_brute(logits, label):
+    """-log of the summed probability of every alignment that collapses to ``label``."""
+    import itertools
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    total = 0.0
+    for path in itertools.product(range(p.shape[1]), repeat=p.shape[0]):
+        collapsed = [c for i, c in enumerate(path) if c != 0 and (i == 0 or c != path[i - 1])]
+        if collapsed == list(label):
+            total += np.prod(p[np.arange(p.shape[0]), path])
+    return -np.log(total)
+
+
 def _lu_ref(a):
     a = a.astype(np.float64).copy()
     n = a.shape[0]
@@ -137,6 +150,7 @@ LABELS = np.array([0, 2, 1, 2], np.int32)
 ONEHOT = np.eye(3, dtype=np.float32)[LABELS]
 BIN_T = (R.random((3, 4)) > 0.5).astype(np.float32)
 NCHW = R.standard_normal((1, 2, 4, 4)).astype(np.float32)
+CTC = R.standard_normal((2, 4, 3)).astype(np.float32)
 
 ROWS = [
     # ---- numpy: elementwise unary
@@ -501,6 +515,17 @@ ROWS = [
      lambda: _adaptive_avg(SEQ, 3)),
     ("adaptive_max_pool", lambda o: o.adaptive_max_pool(SEQ, 4),
      lambda: SEQ.reshape(2, 4, 2, 3).max(2)),
+    ("ctc_loss", lambda o: o.ctc_loss(np.array([[1, 2], [2, 2]]), CTC, np.array([2, 2]),
+                                      np.array([4, 3])),
+     lambda: np.array([_ctc_brute(CTC[0], [1, 2]), _ctc_brute(CTC[1, :3], [2, 2])])),
+    ("ctc_decode", lambda o: o.ctc_decode(np.log(np.eye(3)[[1, 1, 0, 2, 2, 1]] + 0.1)[None],
+                                          np.array([5])),
+     lambda: (np.array([[[1, 2, -1, -1, -1, -1]]]),
+              np.array([[-5 * np.log(1.1)]], np.float64))),
+    ("polar", lambda o: o.polar(POS, A), lambda: POS * np.exp(1j * A)),
+    ("view_as_real", lambda o: o.view_as_real(np.array([1 + 2j, 3 - 1j], np.complex64)),
+     lambda: np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)),
+    ("view_as_complex", lambda o: o.view_as_complex(A[:, :2]), lambda: A[:, 0] + 1j * A[:, 1]),
     ("dot_product_attention", lambda o: o.dot_product_attention(Q, K, VV),
      lambda: _attention(Q, K, VV)),
     ("psnr", lambda o: o.psnr(POS, POS + 0.1, 2.0),

@@ -142,6 +142,14 @@ ROWS = [
         1, [lambda v: v, lambda v: ops.exp(v)], x), [A]),
     ("image_hsv", lambda x: image.rgb_to_hsv(x), [IMG[0] * 0.8 + 0.1]),
     ("image_gray_blur", lambda x: image.gaussian_blur(image.rgb_to_grayscale(x)), [IMG]),
+    ("image_resize", lambda x: image.resize(x, (3, 7), "bicubic", antialias=True), [IMG]),
+    ("ctc_loss", lambda z: ops.ctc_loss(np.array([[1, 2], [2, 2]]), z, np.array([2, 2]),
+                                        np.array([5, 4])), [R.standard_normal((2, 5, 3))]),
+    ("image_affine", lambda x: image.affine_transform(
+        x, np.array([0.9, 0.2, 0.7, -0.1, 1.1, -0.4, 0.01, 0.0]), fill_mode="reflect"),
+     [IMG]),
+    ("map_coordinates", lambda x, c: image.map_coordinates(x, c, 1, "mirror"),
+     [A, np.stack([R.random((2, 2)) * 2.6, R.random((2, 2)) * 3.6]) + 0.2]),
     ("image_patches", lambda x: image.extract_patches(x, 2, padding="same"), [IMG]),
 ]
 

@@ -291,3 +291,38 @@ def test_image_functions():
     np.testing.assert_allclose(blur[:, 2, 2], centre, rtol=1e-5)
     single = image.rgb_to_grayscale(IMG[0], data_format="channels_last")
     assert single.shape == (6, 5, 1)
+
+
+def test_keras_type_promotion():
+    i32 = np.array([1, 2], np.int32)
+    f32 = np.array([0.5, 1.5], np.float32)
+    # NumPy would give float64 for each of these; Keras keeps the float's width.
+    assert ops.add(i32, 2.5).dtype == np.float32
+    assert ops.multiply(i32, f32).dtype == np.float32
+    assert ops.stack([i32, f32]).dtype == np.float32
+    assert ops.concatenate([i32, f32]).dtype == np.float32
+    assert ops.where([True, False], i32, 2.5).dtype == np.float32
+    assert ops.maximum(i32, np.array([1.0, 1.0], np.float16)).dtype == np.float16
+    np.testing.assert_allclose(ops.power(i32, 2.0).numpy(), [1.0, 4.0])
+    # integer combinations follow NumPy; Python ints stay weak
+    assert ops.add(i32, 3).dtype == np.int32
+    assert ops.add(i32, np.array([1, 1], np.int64)).dtype == np.int64
+    assert ops.fmod(-i32, 3).dtype == np.int32
+    np.testing.assert_array_equal(ops.fmod(-i32, 3).numpy(), np.fmod(-i32, 3))
+
+
+def test_affine_transform_projective_and_nearest_rounding():
+    from layerkit.keras_ops import image
+    img = np.arange(30.0, dtype=np.float32).reshape(1, 5, 6, 1)
+    # a shift by one column; outside is the fill value
+    out = image.affine_transform(img, [1, 0, 1, 0, 1, 0, 0, 0], "nearest",
+                                 fill_value=-1).numpy()[0, ..., 0]
+    np.testing.assert_allclose(out, np.concatenate([img[0, :, 1:, 0], -np.ones((5, 1))], 1))
+    # nearest rounds half to even: source columns 0.5, 1.5, 2.5 -> 0, 2, 2
+    out = image.affine_transform(img, [1, 0.5, 0, 0, 1, 0, 0, 0], "nearest").numpy()
+    np.testing.assert_allclose(out[0, 1, :3, 0], img[0, 1, [0, 2, 2], 0])
+    # the projective row (TensorFlow's rule): x' = x / (0.1 x + 1)
+    out = image.affine_transform(img, [1, 0, 0, 0, 1, 0, 0.1, 0], "bilinear").numpy()
+    xs = np.arange(6) / (0.1 * np.arange(6) + 1)
+    want = np.interp(xs, np.arange(6), img[0, 0, :, 0])
+    np.testing.assert_allclose(out[0, 0, :, 0], want, rtol=1e-5)
