@@ -15,7 +15,7 @@ import layerkit as lk
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function.trace import TracingError
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.keras_ops._prims import dtype_arg, scatter_add, t
+from layerkit.keras_ops._prims import dtype_arg, run, scatter_add, t
 
 __all__ = ["convert_to_tensor", "convert_to_numpy", "is_tensor", "shape", "dtype", "cast",
            "saturate_cast", "stop_gradient", "custom_gradient", "cond", "switch",
@@ -278,23 +278,54 @@ def scatter(indices, values, shape) -> Tensor:
     return scatter_add(idx, t(values), tuple(shape))
 
 
+def _last_writers(idx: np.ndarray, shape: tuple) -> np.ndarray:
+    """1 for each index row that is the last one to name its position, else 0."""
+    k = idx.shape[-1]
+    rows = idx.reshape(-1, k)
+    keys = np.ravel_multi_index(tuple(rows.T), shape[:k], mode="wrap")
+    last = np.zeros(len(keys), np.int8)
+    _, first_in_reversed = np.unique(keys[::-1], return_index=True)
+    last[len(keys) - 1 - first_in_reversed] = 1
+    return last.reshape(idx.shape[:-1])
+
+
+def _scatter_reduce(x, idx, upd, ufunc):
+    out = x.copy()
+    ufunc.at(out, tuple(np.moveaxis(idx, -1, 0)), upd)
+    return out
+
+
+_REDUCTIONS = {"max": np.maximum, "min": np.minimum, "mul": np.multiply}
+
+
 def scatter_update(inputs, indices, updates, reduction=None) -> Tensor:
-    """``inputs`` with the entries at ``indices`` replaced by ``updates``
-    (``reduction="add"`` adds instead; other reductions raise ``ValueError``)."""
+    """``inputs`` with the entries at ``indices`` replaced by ``updates``.
+
+    Args:
+        inputs: the tensor to update.
+        indices: ``(..., k)`` integer positions in the first ``k`` axes of ``inputs``.
+        updates: the new values, shape ``indices.shape[:-1] + inputs.shape[k:]``.
+        reduction: ``None`` (replace; the last of duplicated indices wins), ``"add"``,
+            ``"max"``, ``"min"`` or ``"mul"`` (combined with the existing values).
+            ``None`` and ``"add"`` are differentiable; the others have no gradient.
+    """
     x = t(inputs)
     idx = _index_array(indices, "scatter_update")
     upd = lk.cast(t(updates), x.dtype)
-    added = scatter_add(idx, upd, x.shape)
     if reduction == "add":
-        return x + added
+        return x + scatter_add(idx, upd, x.shape)
+    if reduction in _REDUCTIONS:
+        return run("scatter_" + reduction, lambda a, i, u, how: _scatter_reduce(
+            a, i, u, _REDUCTIONS[how]), x, idx, upd, how=reduction)
     if reduction is not None:
-        raise ValueError(f"keras_ops.scatter_update: reduction must be None or 'add', "
-                         f"received {reduction!r}")
+        raise ValueError(f"keras_ops.scatter_update: reduction must be None, 'add', 'max', "
+                         f"'min' or 'mul', received {reduction!r}")
+    last = run("scatter_last_writers", lambda i, shape: _last_writers(i, shape), idx,
+               shape=tuple(x.shape))
+    keep = lk.reshape(lk.cast(last, x.dtype), list(last.shape) + [1] * (upd.ndim - last.ndim))
+    written = scatter_add(idx, upd * keep, x.shape)
     hit = scatter_add(idx, lk.ones(upd.shape, "float32"), x.shape)
-    # Updates at distinct indices replace the input; duplicated indices keep the last.
-    count = lk.maximum(hit, 1.0)
-    return lk.where(hit > 0, added / lk.cast(count, x.dtype) if x.dtype.kind == "f"
-                    else added, x)
+    return lk.where(hit > 0, written, x)
 
 
 def slice(inputs, start_indices, shape) -> Tensor:  # noqa: A001 - Keras's name

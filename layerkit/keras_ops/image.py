@@ -7,19 +7,22 @@ import numpy as np
 
 import layerkit as lk
 from layerkit._core.tensor import Tensor
+from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops._prims import floating, t
 
 __all__ = ["rgb_to_grayscale", "rgb_to_hsv", "hsv_to_rgb", "pad_images", "crop_images",
            "extract_patches", "gaussian_blur", "resize", "map_coordinates",
-           "affine_transform"]
+           "affine_transform", "perspective_transform", "sobel_edges", "ssim",
+           "extract_patches_3d", "elastic_transform", "scale_and_translate"]
 
 
-def _nhwc(images, data_format, who):
+def _nhwc(images, data_format, who, spatial: int = 2):
+    """Batched channels-last images, plus what ``_back`` needs to undo the layout."""
     x = t(images)
-    if x.ndim not in (3, 4):
-        raise ValueError(f"keras_ops.image.{who}: images must be rank 3 or 4, received "
-                         f"shape {x.shape}")
-    single = x.ndim == 3
+    if x.ndim not in (spatial + 1, spatial + 2):
+        raise ValueError(f"keras_ops.image.{who}: inputs must be rank {spatial + 1} or "
+                         f"{spatial + 2}, received shape {x.shape}")
+    single = x.ndim == spatial + 1
     if single:
         x = lk.expand_dims(x, 0)
     cf = data_format == "channels_first"
@@ -27,13 +30,13 @@ def _nhwc(images, data_format, who):
         raise ValueError(f"keras_ops.image.{who}: data_format must be 'channels_last' or "
                          f"'channels_first', received {data_format!r}")
     if cf:
-        x = lk.transpose(x, [0, 2, 3, 1])
+        x = lk.transpose(x, [0, *range(2, x.ndim), 1])
     return x, single, cf
 
 
 def _back(x, single, cf):
     if cf:
-        x = lk.transpose(x, [0, 3, 1, 2])
+        x = lk.transpose(x, [0, x.ndim - 1, *range(1, x.ndim - 1)])
     return lk.squeeze(x, [0]) if single else x
 
 
@@ -174,6 +177,11 @@ def extract_patches(images, size, strides=None, dilation_rate=1, padding: str = 
     return _back(y, single, cf)
 
 
+def _gauss1d(n: int, sigma: float) -> np.ndarray:
+    v = np.exp(-0.5 * ((np.arange(n) - (n - 1) / 2.0) / sigma) ** 2)
+    return v / v.sum()
+
+
 def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None) -> Tensor:
     """Per-channel Gaussian blur with zero padding of ``kernel_size // 2``."""
     x, single, cf = _nhwc(images, data_format, "gaussian_blur")
@@ -181,11 +189,7 @@ def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None
     kh, kw = (int(kernel_size),) * 2 if isinstance(kernel_size, int) else map(int, kernel_size)
     sy, sx = (float(sigma),) * 2 if isinstance(sigma, (int, float)) else map(float, sigma)
 
-    def k1(n, s):
-        v = np.exp(-0.5 * ((np.arange(n) - (n - 1) / 2.0) / s) ** 2)
-        return v / v.sum()
-
-    k2 = np.outer(k1(kh, sy), k1(kw, sx)).astype(x.dtype)
+    k2 = np.outer(_gauss1d(kh, sy), _gauss1d(kw, sx)).astype(x.dtype)
     c = x.shape[-1]
     kern = lk.constant(np.broadcast_to(k2[:, :, None, None], (kh, kw, c, 1)).copy())
     p = kh // 2
@@ -393,3 +397,209 @@ def affine_transform(images, transform, interpolation: str = "bilinear",
     out = _sample(flat, (n, h, w), [batch, src_y, src_x], order, fill_mode,
                   float(fill_value))
     return _back(out, single, cf)
+
+
+def sobel_edges(images, data_format=None) -> Tensor:
+    """Sobel gradients with zero padding: shape ``(batch, height, width, channels, 2)``
+    holding ``[dy, dx]`` (``(batch, channels, height, width, 2)`` for channels_first)."""
+    x, single, cf = _nhwc(images, data_format, "sobel_edges")
+    if x.ndim != 4 or single:
+        raise ValueError(f"keras_ops.image.sobel_edges: images must be rank 4, received "
+                         f"shape {t(images).shape}")
+    x = floating(x)
+    c = x.shape[-1]
+    gx = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], x.dtype)
+    kern = np.stack([gx.T, gx], -1)[:, :, None, :]                 # (3, 3, 1, [dy, dx])
+    kern = lk.constant(np.broadcast_to(kern, (3, 3, c, 2)).copy())
+    xp = lk.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+    out = lk.nn.depthwise_conv2d(xp, kern, [1, 1, 1, 1], "VALID")   # (N, H, W, C * 2)
+    out = lk.reshape(out, list(out.shape[:3]) + [c, 2])
+    return lk.transpose(out, [0, 3, 1, 2, 4]) if cf else out
+
+
+def ssim(image1, image2, max_val: float = 1.0, filter_size: int = 11,
+         filter_sigma: float = 1.5, k1: float = 0.01, k2: float = 0.03,
+         data_format=None) -> Tensor:
+    """Structural similarity per image (averaged over the valid Gaussian windows and the
+    channels); identical images give 1."""
+    a, single, cf = _nhwc(image1, data_format, "ssim")
+    b, _, _ = _nhwc(image2, data_format, "ssim")
+    if a.shape != b.shape:
+        raise ValueError(f"keras_ops.image.ssim: images must have the same shape, received "
+                         f"{t(image1).shape} and {t(image2).shape}")
+    dtype = a.dtype
+    a, b = floating(a), lk.cast(floating(b), floating(a).dtype)
+    n = int(filter_size)
+    g = _gauss1d(n, float(filter_sigma))
+    kern = lk.constant(np.broadcast_to(np.outer(g, g).astype(a.dtype)[:, :, None, None],
+                                       (n, n, a.shape[-1], 1)).copy())
+
+    def blur(v):
+        return lk.nn.depthwise_conv2d(v, kern, [1, 1, 1, 1], "VALID")
+
+    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
+    mu1, mu2 = blur(a), blur(b)
+    s11 = blur(a * a) - mu1 * mu1
+    s22 = blur(b * b) - mu2 * mu2
+    s12 = blur(a * b) - mu1 * mu2
+    smap = (2.0 * mu1 * mu2 + c1) * (2.0 * s12 + c2) / (
+        (mu1 * mu1 + mu2 * mu2 + c1) * (s11 + s22 + c2))
+    out = lk.reduce_mean(smap, axis=[1, 2, 3])
+    out = lk.squeeze(out, [0]) if single else out
+    return lk.cast(out, dtype) if dtype.kind == "f" else out
+
+
+def extract_patches_3d(volumes, size, strides=None, dilation_rate=1,
+                       padding: str = "valid", data_format=None) -> Tensor:
+    """3-D patches of ``size`` as the last axis: ``(N, d', h', w', kd * kh * kw * C)``
+    (patch row-major, then channels)."""
+    x, single, cf = _nhwc(volumes, data_format, "extract_patches_3d", spatial=3)
+
+    def three(v):
+        return (int(v),) * 3 if isinstance(v, (int, np.integer)) else tuple(int(i) for i in v)
+
+    ks = three(size)
+    st = ks if strides is None else three(strides)
+    dl = three(dilation_rate)
+    padding = str(padding).lower()
+    if padding not in ("valid", "same"):
+        raise ValueError(f"keras_ops.image.extract_patches_3d: padding must be 'valid' or "
+                         f"'same', received {padding!r}")
+    pads, outs = [[0, 0]], []
+    for n, k, s, d in zip(x.shape[1:4], ks, st, dl):
+        o, lo, hi = _starts(n, k, s, d, padding)
+        pads.append([lo, hi])
+        outs.append(o)
+    x = lk.pad(x, pads + [[0, 0]])
+    for ax, (o, k, s, d) in enumerate(zip(outs, ks, st, dl)):
+        idx = (np.arange(o)[:, None] * s + np.arange(k)[None, :] * d).reshape(-1)
+        x = lk.gather(x, lk.constant(idx.astype(np.int64)), axis=1 + ax)
+    n, c = x.shape[0], x.shape[-1]
+    x = lk.reshape(x, [n, outs[0], ks[0], outs[1], ks[1], outs[2], ks[2], c])
+    x = lk.transpose(x, [0, 1, 3, 5, 2, 4, 6, 7])
+    return _back(lk.reshape(x, [n, *outs, ks[0] * ks[1] * ks[2] * c]), single, cf)
+
+
+def _homography(start: Tensor, end: Tensor) -> Tensor:
+    """``(N, 8)`` projective transforms mapping each ``end`` point onto its ``start``
+    point (four ``(x, y)`` pairs per image), by an 8x8 linear solve."""
+    sx, sy = start[..., 0], start[..., 1]
+    ex, ey = end[..., 0], end[..., 1]
+    one, zero = lk.ones_like(ex), lk.zeros_like(ex)
+    rows_x = lk.stack([ex, ey, one, zero, zero, zero, -sx * ex, -sx * ey], -1)   # (N, 4, 8)
+    rows_y = lk.stack([zero, zero, zero, ex, ey, one, -sy * ex, -sy * ey], -1)
+    a = lk.reshape(lk.stack([rows_x, rows_y], 2), [-1, 8, 8])
+    b = lk.reshape(lk.stack([sx, sy], 2), [-1, 8])
+    return P.solve(a, b, True)
+
+
+def perspective_transform(images, start_points, end_points, interpolation: str = "bilinear",
+                          fill_value: float = 0, data_format=None) -> Tensor:
+    """Warp images so that the four ``start_points`` ``(x, y)`` land on ``end_points``
+    (each ``(4, 2)``, or ``(N, 4, 2)`` per image); outside is ``fill_value``."""
+    x, single, cf = _nhwc(images, data_format, "perspective_transform")
+    x = floating(x)
+    sp = lk.cast(floating(start_points), x.dtype)
+    ep = lk.cast(floating(end_points), x.dtype)
+    if sp.shape[-2:] != (4, 2) or sp.shape != ep.shape or sp.ndim not in (2, 3):
+        raise ValueError(f"keras_ops.image.perspective_transform: start_points and "
+                         f"end_points must both be (4, 2) or (N, 4, 2), received "
+                         f"{sp.shape} and {ep.shape}")
+    if sp.ndim == 2:
+        sp, ep = lk.expand_dims(sp, 0), lk.expand_dims(ep, 0)
+    out = affine_transform(x, _homography(sp, ep), interpolation, "constant", fill_value)
+    return _back(out, single, cf)
+
+
+def elastic_transform(images, alpha: float = 20.0, sigma: float = 5.0,
+                      interpolation: str = "bilinear", fill_mode: str = "reflect",
+                      fill_value: float = 0.0, seed=None, data_format=None) -> Tensor:
+    """Random elastic distortion: standard-normal displacement fields (``* sigma``, drawn
+    through ``lk.random`` with ``seed``) smoothed by a Gaussian of ``sigma`` (kernel
+    ``int(6 sigma) | 1``), scaled by ``alpha``, then sampled as ``map_coordinates``."""
+    x, single, cf = _nhwc(images, data_format, "elastic_transform")
+    x = floating(x)
+    if interpolation not in ("nearest", "bilinear"):
+        raise ValueError(f"keras_ops.image.elastic_transform: interpolation must be "
+                         f"'nearest' or 'bilinear', received {interpolation!r}")
+    n, h, w, c = x.shape
+    sig = float(sigma)
+    k = int(6 * sig) | 1
+    noise = lk.random.normal((2 * n, h, w, 1), dtype=x.dtype, seed=seed) * sig
+    d = gaussian_blur(noise, (k, k), (sig, sig))[..., 0] * float(alpha)
+    dy, dx = d[:n], d[n:]
+    yy, xx = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    batch = np.broadcast_to(np.arange(n)[:, None, None], (n, h, w)).astype(x.dtype)
+    order = 0 if interpolation == "nearest" else 1
+    out = _sample(lk.reshape(x, [n * h * w, c]), (n, h, w),
+                  [lk.constant(batch), dy + yy.astype(x.dtype), dx + xx.astype(x.dtype)],
+                  order, fill_mode, float(fill_value))
+    return _back(out, single, cf)
+
+
+def _lanczos(radius: float):
+    def k(d):
+        pd = float(np.pi) * d
+        y = radius * lk.sin(pd) * lk.sin(pd / radius) / lk.where(d != 0, pd * pd, 1.0)
+        return lk.where(d > radius, 0.0, lk.where(d > 1e-3, y, 1.0))
+    return k
+
+
+_ST_KERNELS = {
+    "linear": lambda d: lk.maximum(1.0 - d, 0.0),
+    "cubic": lambda d: lk.where(d >= 2.0, 0.0, lk.where(
+        d >= 1.0, ((-0.5 * d + 2.5) * d - 4.0) * d + 2.0, ((1.5 * d - 2.5) * d) * d + 1.0)),
+    "lanczos3": _lanczos(3.0),
+    "lanczos5": _lanczos(5.0),
+}
+_ST_ALIASES = {"bilinear": "linear", "trilinear": "linear", "triangle": "linear",
+               "bicubic": "cubic", "tricubic": "cubic"}
+
+
+def _st_weights(n_in: int, n_out: int, scale: Tensor, shift: Tensor, kernel, antialias):
+    """``(n_in, n_out)`` weights (lk ops, so ``scale`` and ``shift`` may be traced or
+    differentiated): output ``j`` samples the input at ``(j + 0.5 - shift) / scale -
+    0.5``; the weights are renormalised and zero outside the input."""
+    inv = 1.0 / scale
+    kscale = lk.maximum(inv, 1.0) if antialias else 1.0
+    sample = (np.arange(n_out, dtype=scale.dtype) + 0.5) * inv - shift * inv - 0.5
+    d = lk.abs(lk.expand_dims(sample, 0) - np.arange(n_in, dtype=scale.dtype)[:, None])
+    w = kernel(d / kscale)
+    total = lk.reduce_sum(w, axis=0, keepdims=True)
+    w = lk.where(lk.abs(total) > 1000.0 * float(np.finfo(np.float32).eps),
+                 w / lk.where(total != 0, total, 1.0), 0.0)
+    inside = lk.logical_and(sample >= -0.5, sample <= n_in - 0.5)
+    return lk.where(lk.expand_dims(inside, 0), w, 0.0)
+
+
+def scale_and_translate(images, output_shape, scale, translation, spatial_dims, method: str,
+                        antialias: bool = True) -> Tensor:
+    """Resample ``spatial_dims`` of ``images`` to ``output_shape``: output index ``j``
+    reads the input at ``(j + 0.5 - translation) / scale - 0.5`` through the ``method``
+    kernel (linear, cubic, lanczos3, lanczos5; JAX's ``scale_and_translate``), with one
+    ``scale`` and ``translation`` per spatial dim. Differentiable in all three."""
+    m = _ST_ALIASES.get(method, method)
+    if m not in _ST_KERNELS:
+        raise ValueError(f"keras_ops.image.scale_and_translate: method must be one of "
+                         f"{sorted({*_ST_KERNELS, *_ST_ALIASES})}, received {method!r}")
+    x = t(images)
+    dtype = x.dtype
+    out = floating(x)
+    sc, tr = floating(scale), floating(translation)
+    cd = np.result_type(sc.dtype, tr.dtype)
+    sc, tr = lk.reshape(lk.cast(sc, cd), [-1]), lk.reshape(lk.cast(tr, cd), [-1])
+    dims = [int(d) % x.ndim for d in spatial_dims]
+    if sc.shape[0] != len(dims) or tr.shape[0] != len(dims):
+        raise ValueError(f"keras_ops.image.scale_and_translate: scale and translation need "
+                         f"one value per spatial dim ({len(dims)}), received {sc.shape[0]} "
+                         f"and {tr.shape[0]}")
+    for i, d in enumerate(dims):
+        w = _st_weights(x.shape[d], int(output_shape[d]), sc[i], tr[i], _ST_KERNELS[m],
+                        bool(antialias))
+        out = lk.tensordot(out, lk.cast(w, out.dtype), [[d], [0]])
+        out = P.moveaxis_from_end(out, d)
+    if dtype.kind in "iu":
+        lo, hi = lk.reduce_min(x), lk.reduce_max(x)
+        out = lk.cast(lk.minimum(lk.maximum(lk.round(out), lk.cast(lo, out.dtype)),
+                                 lk.cast(hi, out.dtype)), dtype)
+    return out

@@ -21,6 +21,12 @@ TR = np.array([[0.9, 0.2, 0.7, -0.1, 1.1, -0.4, 0.0, 0.0],
                [1.0, 0.3, -2.5, 0.2, 1.0, 1.5, 0.0, 0.0]], np.float32)
 COORDS = (R.random((2, 3, 3)) * 8 - 2).astype(np.float32)
 
+SP = np.array([[0, 0], [5, 0], [0, 5], [5, 5]], np.float32)
+EP = np.array([[1, 0.5], [4, 1], [0, 4], [5.5, 5]], np.float32)
+SCL = np.array([0.6, 1.4], np.float32)
+SHF = np.array([0.5, -1.2], np.float32)
+VOL = R.random((1, 5, 6, 7, 2)).astype(np.float32)
+
 CASES = [
     'ops.argmax(A)',
     'ops.argmin(X3)',
@@ -233,4 +239,23 @@ CASES = [
     "ops.image.map_coordinates(A, COORDS, 1, 'wrap', -1.0)",
     "ops.image.map_coordinates(A, COORDS, 1, 'mirror', -1.0)",
     "ops.image.map_coordinates(A, COORDS, 1, 'reflect', -1.0)",
+    'ops.image.sobel_edges(IMG)',
+    'ops.image.ssim(IMG, np.clip(IMG * 0.9 + 0.05, 0, 1), filter_size=3)',
+    'ops.image.ssim(IMG[0], IMG[1], max_val=2.0, filter_size=5, filter_sigma=1.0)',
+    'ops.image.extract_patches_3d(VOL, 2)',
+    'ops.image.extract_patches_3d(VOL, (2, 3, 2), strides=(1, 2, 3))',
+    "ops.image.extract_patches_3d(VOL, 3, strides=2, padding='same')",
+    'ops.image.extract_patches_3d(VOL, 2, dilation_rate=2)',
+    'ops.image.perspective_transform(IMG, SP, EP)',
+    "ops.image.perspective_transform(IMG, SP, EP, 'nearest', 0.25)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'linear', True)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'linear', False)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'cubic', True)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'cubic', False)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'lanczos3', True)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'lanczos3', False)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'lanczos5', True)",
+    "ops.image.scale_and_translate(IMG, (2, 4, 9, 3), SCL, SHF, (1, 2), 'lanczos5', False)",
+    ("ops.image.scale_and_translate((IMG * 255).astype('uint8'), (2, 5, 4, 3), "
+     "np.array([0.7, 0.6]), np.array([0.0, 0.0]), (1, 2), 'cubic')"),
 ]

@@ -103,8 +103,8 @@ ROWS = [
     ("segment_sum", lambda d: ops.segment_sum(d, SEG, 3), [A[:, :2].repeat(2, 0)[:4]]),
     ("segment_max", lambda d: ops.segment_max(d, SEG, 3), [A.ravel()[:4]]),
     ("scatter", lambda v: ops.scatter([[0, 1], [2, 2], [0, 1]], v, (3, 3)), [A[0, :3]]),
-    ("scatter_update", lambda x, v: ops.scatter_update(x, [[0, 1], [2, 2]], v),
-     [A, B[0, :2]]),
+    ("scatter_update", lambda x, v: ops.scatter_update(x, [[0, 1], [2, 2], [0, 1]], v),
+     [A, B[0, :3]]),
     ("slice_update", lambda x, u: ops.slice_update(x, (1, 0), u), [A, B[:2, :3]]),
     ("where_select", lambda x: ops.select([x > 0.5, x < -0.5], [x * x, -x], 2.0), [A]),
     ("inv", ops.inv, [SPD]),
@@ -150,6 +150,16 @@ ROWS = [
      [IMG]),
     ("map_coordinates", lambda x, c: image.map_coordinates(x, c, 1, "mirror"),
      [A, np.stack([R.random((2, 2)) * 2.6, R.random((2, 2)) * 3.6]) + 0.2]),
+    ("image_sobel_ssim", lambda x: (image.sobel_edges(x), image.ssim(
+        x, x * 0.8 + 0.1, filter_size=3)), [IMG]),
+    ("image_patches_3d", lambda v: image.extract_patches_3d(v, 2, padding="same"),
+     [R.random((1, 3, 4, 3, 2))]),
+    ("image_perspective", lambda x, e: image.perspective_transform(
+        x, np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0], [4.0, 4.0]]), e),
+     [IMG, np.array([[0.3, 0.2], [3.6, 0.4], [0.1, 3.7], [4.2, 4.1]])]),
+    ("image_elastic", lambda x: image.elastic_transform(x, 2.0, 1.0, seed=4), [IMG]),
+    ("image_scale_translate", lambda x, s, tr: image.scale_and_translate(
+        x, (1, 3, 7, 3), s, tr, (1, 2), "lanczos3"), [IMG, [0.6, 1.4], [0.3, -1.2]]),
     ("image_patches", lambda x: image.extract_patches(x, 2, padding="same"), [IMG]),
 ]
 

@@ -214,6 +214,22 @@ def test_scatter_update_and_slice_update():
     y = ops.scatter_update(np.ones((2, 2), np.float32), [[0, 0], [0, 0]], [1.0, 2.0],
                            reduction="add")
     np.testing.assert_allclose(y.numpy(), [[4, 1], [1, 1]])
+    # duplicated indices: the last write wins; reductions combine with the input
+    y = ops.scatter_update(x, [[0, 0], [1, 1], [0, 0]], [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(y.numpy(), [[3, 0, 0], [0, 2, 0]])
+    base = np.array([[1.0, 5.0], [2.0, 2.0]], np.float32)
+    idx = [[0, 1], [0, 1], [1, 0]]
+    np.testing.assert_allclose(ops.scatter_update(base, idx, [7.0, 3.0, 0.5], "max").numpy(),
+                               [[1, 7], [2, 2]])
+    np.testing.assert_allclose(ops.scatter_update(base, idx, [7.0, 3.0, 0.5], "min").numpy(),
+                               [[1, 3], [0.5, 2]])
+    np.testing.assert_allclose(ops.scatter_update(base, idx, [2.0, 3.0, 0.5], "mul").numpy(),
+                               [[1, 30], [1, 2]])
+    # rows of a matrix (indices name the first axis only)
+    y = ops.scatter_update(np.zeros((3, 2), np.float32), [[2], [0]], [[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(y.numpy(), [[3, 4], [0, 0], [1, 2]])
+    with pytest.raises(ValueError, match="reduction"):
+        ops.scatter_update(base, idx, [1.0, 1.0, 1.0], "mean")
     with pytest.raises(ValueError, match="does not fit"):
         ops.slice_update(x, (1, 2), np.ones((2, 2)))
 
@@ -326,3 +342,40 @@ def test_affine_transform_projective_and_nearest_rounding():
     xs = np.arange(6) / (0.1 * np.arange(6) + 1)
     want = np.interp(xs, np.arange(6), img[0, 0, :, 0])
     np.testing.assert_allclose(out[0, 0, :, 0], want, rtol=1e-5)
+
+
+def _blur_np(v, k, s):
+    g = np.exp(-0.5 * ((np.arange(k) - (k - 1) / 2) / s) ** 2)
+    g /= g.sum()
+    p = np.pad(v, [(0, 0), (k // 2, k // 2), (k // 2, k // 2)])
+    h, w = v.shape[1:]
+    return np.stack([[[np.sum(p[b, i:i + k, j:j + k] * np.outer(g, g)) for j in range(w)]
+                      for i in range(h)] for b in range(v.shape[0])])
+
+
+def _reflect(i, n):
+    j = np.mod(i, 2 * n)
+    return np.where(j >= n, 2 * n - 1 - j, j)
+
+
+def test_elastic_transform_against_numpy_with_the_same_noise():
+    from layerkit.keras_ops import image
+    img = np.random.default_rng(8).random((2, 7, 6, 2)).astype(np.float32)
+    sigma, alpha = 1.0, 3.0
+    out = image.elastic_transform(img, alpha, sigma, seed=11).numpy()
+    again = image.elastic_transform(img, alpha, sigma, seed=11).numpy()
+    np.testing.assert_array_equal(out, again)
+    noise = lk.random.normal((4, 7, 6, 1), seed=11).numpy()[..., 0] * sigma
+    d = _blur_np(noise.astype(np.float64), int(6 * sigma) | 1, sigma) * alpha
+    want = np.zeros_like(img, dtype=np.float64)
+    for b in range(2):
+        yy, xx = np.meshgrid(np.arange(7), np.arange(6), indexing="ij")
+        sy, sx = yy + d[b], xx + d[2 + b]
+        y0, x0 = np.floor(sy).astype(int), np.floor(sx).astype(int)
+        fy, fx = sy - y0, sx - x0
+        for dy_, wy in ((0, 1 - fy), (1, fy)):
+            for dx_, wx in ((0, 1 - fx), (1, fx)):
+                v = img[b][_reflect(y0 + dy_, 7), _reflect(x0 + dx_, 6)]
+                want[b] += v * (wy * wx)[..., None]
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(image.elastic_transform(img, alpha=0.0).numpy(), img)
