@@ -13,6 +13,7 @@ import numpy as np
 import layerkit as lk
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit.autodiff.function.trace import TracedTensor
 
 FLOATX = np.dtype("float32")
 
@@ -50,8 +51,9 @@ def t(x, dtype=None) -> Tensor:
     return lk.convert_to_tensor(x, dtype=dtype)
 
 
-def tensors(*xs) -> list:
-    return [t(x) for x in xs]
+def is_traced(x) -> bool:
+    """Whether ``x`` is being traced by ``lk.function`` (its value cannot be read)."""
+    return isinstance(x, TracedTensor)
 
 
 def floating(x, who: str = "") -> Tensor:

@@ -147,7 +147,7 @@ def pinv(x, rcond=None) -> Tensor:
     (no gradient)."""
     x = floating(x)
     m, n = x.shape[-2:]
-    if type(x).__name__ != "TracedTensor":
+    if not P.is_traced(x):
         sv = np.linalg.svd(x.numpy(), compute_uv=False)
         top = sv.max(axis=-1, initial=0.0)[..., None]
         rel = max(m, n) * np.finfo(x.dtype).eps if rcond is None else float(rcond)

@@ -77,7 +77,7 @@ def _segments(data, segment_ids, num_segments, who):
     if ids.dtype.kind not in "iu":
         raise TypeError(f"keras_ops.{who}: segment_ids must be integers, received {ids.dtype}")
     if num_segments is None:
-        if type(ids).__name__ == "TracedTensor":
+        if P.is_traced(ids):
             raise ValueError(f"keras_ops.{who}: inside lk.function pass num_segments")
         num_segments = int(ids.numpy().max()) + 1 if ids.shape[0] else 0
     shape = (int(num_segments),) + tuple(data.shape[ids.ndim:])

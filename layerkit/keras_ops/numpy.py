@@ -1070,10 +1070,10 @@ def bincount(x, weights=None, minlength: int = 0, sparse: bool = False) -> Tenso
     x = t(x)
     if x.dtype.kind not in "iu":
         raise TypeError(f"keras_ops.bincount: x must be integers, received {x.dtype}")
-    xs = x.numpy() if not _traced(x) else None
-    if xs is None:
+    if P.is_traced(x):
         raise ValueError("keras_ops.bincount: the output length depends on the values; "
                          "inside lk.function compute it outside")
+    xs = x.numpy()
     if xs.size and xs.min() < 0:
         raise ValueError("keras_ops.bincount: x must be non-negative")
     n = builtins.max(int(minlength), int(xs.max()) + 1 if xs.size else 0)
@@ -1083,10 +1083,6 @@ def bincount(x, weights=None, minlength: int = 0, sparse: bool = False) -> Tenso
     rows = np.broadcast_to(np.arange(x.shape[0])[:, None], x.shape)
     idx = lk.stack([lk.constant(rows.astype(x.dtype)), x], -1)
     return P.scatter_add(idx, w, (x.shape[0], n))
-
-
-def _traced(x) -> bool:
-    return type(x).__name__ == "TracedTensor"
 
 
 def histogram(x, bins: int = 10, range=None) -> tuple:  # noqa: A002
