@@ -27,6 +27,7 @@ from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
 from layerkit import io  # noqa: E402
 from layerkit import onnx  # noqa: E402
 from layerkit import distribute  # noqa: E402
+from layerkit import keras_ops  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 from layerkit import keras, train  # noqa: E402

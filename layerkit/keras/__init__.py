@@ -23,6 +23,7 @@ from layerkit import (
     callbacks,
     constraints,
     initializers,
+    keras_ops,
     layers,
     losses,
     metrics,
@@ -37,13 +38,15 @@ from layerkit.keras import activations, backend, datasets, mixed_precision
 from layerkit.models import Model, Sequential
 from layerkit.models.functional import Input
 
+ops = keras_ops   # keras.ops
+
 __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "datasets",
-           "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision",
+           "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision", "ops",
            "models", "optimizers", "random", "regularizers", "saving", "utils"]
 
 _ALIASES = {"callbacks": callbacks, "constraints": constraints,
             "initializers": initializers, "layers": layers, "losses": losses,
-            "metrics": metrics, "models": models, "optimizers": optimizers,
+            "metrics": metrics, "models": models, "ops": keras_ops, "optimizers": optimizers,
             "optimizers.schedules": optimizers.schedules, "random": random,
             "regularizers": regularizers, "saving": saving, "utils": utils}
 

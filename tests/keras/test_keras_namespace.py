@@ -35,6 +35,9 @@ def test_the_three_import_forms_of_tf_keras_programs():
 
     assert layers.Dense is Dense is lk.layers.Dense
     assert ExponentialDecay is lk.optimizers.schedules.ExponentialDecay
+    from layerkit.keras import ops
+
+    assert ops is lk.keras_ops and ops.argmax(np.array([[1, 5], [7, 2]])) == 2  # flattened
     model = lk.keras.Sequential([lk.keras.Input((3,)), Dense(2)])
     assert isinstance(model, lk.keras.Model) and model.output_shape == (None, 2)
 
