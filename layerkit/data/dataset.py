@@ -18,6 +18,7 @@ import numpy as np
 from layerkit.data import compose as _compose
 from layerkit.data import save as _save
 from layerkit.data import structure as _st
+from layerkit.data import tuning as _tuning
 from layerkit.data.arrow import DEFAULT_READ_BATCH, ArrowNode, CsvNode, ParquetNode
 from layerkit.data.assert_cardinality import AssertCardinalityNode
 from layerkit.data.batch import BatchNode, PaddedBatchNode, UnbatchNode
@@ -80,7 +81,7 @@ class Iterator(itertools.chain):
     __slots__ = ("_it", "_dataset", "_ended", "__weakref__")
 
     def __new__(cls, dataset: Dataset) -> Iterator:
-        it = dataset._node.make_iterator(IterationContext())
+        it = dataset._node.make_iterator(IterationContext(options=_options_if_set(dataset)))
         ended = [False]
         self = cls.from_iterable(fast_sources(it, ended))
         self._it = it
@@ -128,6 +129,32 @@ class Iterator(itertools.chain):
         """Stop background threads/processes and release files. Idempotent."""
         self._it.close()
 
+    def autotune_report(self) -> list:
+        """What the ``AUTOTUNE`` stages of this pass chose, outermost stage first.
+
+        Returns:
+            One dict per autotuned stage. A ``map(num_parallel_calls=AUTOTUNE)`` reports
+            ``choice`` ("inline", "2 threads", "2 processes", ...) with ``kind`` and
+            ``workers``; ``deciding`` (a trial is running); the measured microseconds per
+            element of the function (``function_us``), of pulling its input and of the
+            consumer between calls; ``cpu_fraction`` (thread CPU over wall time of a call:
+            low for a function that waits); ``gil_fraction`` (the part of the function
+            that ran one thread at a time in the threads trial, or None); ``trials``
+            (elements/s per configuration and round, the choice, and why it ran) and
+            ``switches`` (at which input element which configuration took over, and
+            why). A prefetch reports ``mode`` ("inline" or "thread"), ``buffer_size``
+            and ``autotuned`` (``buffer_size=AUTOTUNE``).
+
+        Example:
+            >>> import layerkit as lk
+            >>> it = iter(lk.data.Dataset.range(100).map(lambda x: x + 1,
+            ...                                          num_parallel_calls=lk.data.AUTOTUNE))
+            >>> _ = list(it)
+            >>> it.autotune_report()[0]["choice"]
+            'inline'
+        """
+        return _tuning.reports(self._it)
+
     def __enter__(self) -> Iterator:
         return self
 
@@ -142,6 +169,17 @@ class _RestoredIterator(Iterator):
 
     def __next__(self):
         return self._it.__next__()
+
+
+def _options_if_set(dataset: Dataset) -> Options | None:
+    """The merged options of ``dataset`` if any stage set some (else None: defaults)."""
+    stack = [dataset._node]
+    while stack:
+        n = stack.pop()
+        if n.options is not None:
+            return dataset.options()
+        stack.extend(n.inputs)
+    return None
 
 
 def _pipeline_names(node: Node) -> list:
