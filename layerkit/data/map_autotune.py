@@ -36,7 +36,6 @@ from collections import deque
 from time import perf_counter, thread_time
 
 from layerkit.data import parallel as _par
-from layerkit.data import rng as _rng
 from layerkit.data import structure as _st
 from layerkit.data.map import MapIterator
 from layerkit.data.map_parallel import ParallelMapIterator, decode_outcomes
@@ -63,15 +62,17 @@ from layerkit.data.tuning import (
 WINDOW = 0.04  # seconds of inline work per trial window
 MIN_WINDOW, MAX_WINDOW = 16, 4096  # elements per trial window
 MIN_ARRIVALS = 4  # chunk arrivals a parallel window's rate is measured over
-RETRY_AFTER = 1.0  # seconds between trials at least (and 10x the last trial's length)
+RETRY_AFTER = 1.0  # seconds between trials at least
+SPACING = 10  # ... and this many times the last trial's length
 _MONITOR = 16  # chunk arrivals a running parallel configuration's rate is watched over
 _LOG_MAX = 32  # switches and trials kept for the report
 
 
 class _Trial:
-    __slots__ = ("configs", "window", "measure", "started", "index", "rates", "element")
+    __slots__ = ("configs", "window", "measure", "started", "index", "rates", "element", "why")
 
-    def __init__(self, configs: list, window: int, measure: Measure, element: int) -> None:
+    def __init__(self, configs: list, window: int, measure: Measure, element: int,
+                 why: str) -> None:
         self.configs = configs
         self.window = window
         self.measure = measure
@@ -79,6 +80,7 @@ class _Trial:
         self.index = 0
         self.rates: dict = {}
         self.element = element
+        self.why = why  # what started it
 
 
 class _InputClock:
@@ -160,6 +162,7 @@ class AutoMapIterator(MapIterator):
         self._cands = list(memory["candidates"])
         self._gil = memory["gil"]
         self._remembered = True
+        self._trials.append(dict(memory["trial"], element=None))  # (in an earlier pass)
         cfg = self._allowed(memory["config"])
         self._rate = memory["rate"]
         self._next_trial = perf_counter() + RETRY_AFTER
@@ -311,7 +314,7 @@ class AutoMapIterator(MapIterator):
         unit = max(m.up + m.cost + m.gap, 1e-7)
         window = min(MAX_WINDOW, max(MIN_WINDOW, math.ceil(WINDOW / unit)))
         configs = list(cands) + [INLINE_CONFIG]
-        self._trial = _Trial(configs, window, m, self._position())
+        self._trial = _Trial(configs, window, m, self._position(), self._why)
         memory = self._node.tuned
         if (memory is not None and memory["config"] is None and memory["rates"]
                 and list(memory["rates"]) == configs and not changed(m, memory["measure"])):
@@ -440,15 +443,16 @@ class AutoMapIterator(MapIterator):
         self._cands = [c for c in t.configs if c.kind != INLINE]
         self._repeats = self._repeats + 1 if choice == self._last_choice else 0
         self._last_choice = choice
-        self._next_trial = now + max(RETRY_AFTER, 10 * (now - t.started)) * 2 ** min(
+        self._next_trial = now + max(RETRY_AFTER, SPACING * (now - t.started)) * 2 ** min(
             self._repeats, 6)
-        self._trials.append({"element": t.element, "seconds": now - t.started,
-                             "why": self._why, "choice": str(choice),
-                             "elements_per_s": {str(c): [round(r, 1) for r in v]
-                                                for c, v in t.rates.items()}})
+        record = {"element": t.element, "seconds": now - t.started, "why": t.why,
+                  "choice": str(choice), "elements_per_s": {
+                      str(c): [round(r, 1) for r in v] for c, v in t.rates.items()}}
+        self._trials.append(record)
         del self._trials[:-_LOG_MAX]
         self._node.tuned = {"config": choice, "measure": t.measure, "rate": self._rate,
-                            "candidates": tuple(self._cands), "gil": self._gil, "rates": None}
+                            "candidates": tuple(self._cands), "gil": self._gil, "rates": None,
+                            "trial": record}
         self._why = "chosen by the trial"
         self._switch(choice)
 
@@ -564,8 +568,7 @@ class AutoMapIterator(MapIterator):
         return report
 
     def get_state(self) -> dict:
-        if self._gen is not None:
-            self._sync()
+        state = MapIterator.get_state(self)  # (a fused loop under way is synced first)
         buf = [{"ok": _st.encode(v)} if ok else _st.encode_error(v)
                for ok, v in self._restored]
         eng = self._engine
@@ -574,28 +577,17 @@ class AutoMapIterator(MapIterator):
             buf += eng.buffered()
             exhausted = eng._exhausted
         cfg = self._target or self._cfg
-        state = {"node": self.kind, "count": self._position(),
-                 "rng": list(self._src.as_tuple()), "exhausted": exhausted, "buffer": buf,
-                 "input": self._up.get_state(), "autotune": [cfg.kind, cfg.workers]}
-        if self._carry is not None and self._carry.items:
-            state["carried"] = _st.encode_elements(list(self._carry.items))
+        state.update(count=self._position(), exhausted=exhausted, buffer=buf,
+                     autotune=[cfg.kind, cfg.workers])
         return state
 
     def set_state(self, state: dict) -> None:
         self._check_state(state)
-        if self._gen is not None:
-            self._stop_gen()
         self._stretch.clear()
         self._stop_engines()
         self._trial = None
         self._target = None
-        self._count = int(state["count"])
-        self._src = _rng.SeedSource(*state["rng"])
-        self._ctx.restore(self._node, *state["rng"])
-        self._up.set_state(state["input"])
-        self._drop_carry()
-        if "carried" in state:
-            self._carry_over(_st.decode_elements(state["carried"]))
+        MapIterator.set_state(self, state)
         self._restored = deque(decode_outcomes(state.get("buffer", [])))
         self._restored_end = bool(state.get("exhausted", False))
         self._epoch += 1
