@@ -19,6 +19,7 @@ from layerkit import errors
 from layerkit.data import compose as _compose
 from layerkit.data import save as _save
 from layerkit.data import structure as _st
+from layerkit.data import tuning as _tuning
 from layerkit.data.arrow import DEFAULT_READ_BATCH, ArrowNode, CsvNode, ParquetNode
 from layerkit.data.assert_cardinality import AssertCardinalityNode
 from layerkit.data.batch import BatchNode, PaddedBatchNode, UnbatchNode
@@ -81,7 +82,7 @@ class Iterator(itertools.chain):
     __slots__ = ("_it", "_dataset", "_ended", "__weakref__")
 
     def __new__(cls, dataset: Dataset) -> Iterator:
-        it = dataset._node.make_iterator(IterationContext())
+        it = dataset._node.make_iterator(IterationContext(options=_options_if_set(dataset)))
         ended = [False]
         self = cls.from_iterable(fast_sources(it, ended))
         self._it = it
@@ -137,6 +138,34 @@ class Iterator(itertools.chain):
         """Stop background threads/processes and release files. Idempotent."""
         self._it.close()
 
+    def autotune_report(self) -> list:
+        """What the ``AUTOTUNE`` stages of this pass chose, outermost stage first.
+
+        Returns:
+            One dict per autotuned stage. A ``map(num_parallel_calls=AUTOTUNE)`` reports
+            ``choice`` ("inline", "2 threads", "2 processes", ...) with ``kind`` and
+            ``workers``; ``deciding`` (a trial is running); the measured microseconds per
+            element of the function (``function_us``), of pulling its input and of the
+            consumer between calls; ``cpu_fraction`` (thread CPU over wall time of a call:
+            low for a function that waits); ``gil_fraction`` (the part of the function
+            that ran one thread at a time in the threads trial, or None); ``trials``
+            (elements/s per configuration and round, the choice, and why it ran) and
+            ``switches`` (at which input element which configuration took over, and
+            why); a pass that started from an earlier pass's choice (``remembered``)
+            lists that pass's trial first, with ``element`` None. A prefetch reports
+            ``mode`` ("inline" or "thread"), ``buffer_size`` and ``autotuned``
+            (``buffer_size=AUTOTUNE``).
+
+        Example:
+            >>> import layerkit as lk
+            >>> it = iter(lk.data.Dataset.range(100).map(lambda x: x + 1,
+            ...                                          num_parallel_calls=lk.data.AUTOTUNE))
+            >>> _ = list(it)
+            >>> it.autotune_report()[0]["choice"]
+            'inline'
+        """
+        return _tuning.reports(self._it)
+
     def __enter__(self) -> Iterator:
         return self
 
@@ -151,6 +180,17 @@ class _RestoredIterator(Iterator):
 
     def __next__(self):
         return self._it.__next__()
+
+
+def _options_if_set(dataset: Dataset) -> Options | None:
+    """The merged options of ``dataset`` if any stage set some (else None: defaults)."""
+    stack = [dataset._node]
+    while stack:
+        n = stack.pop()
+        if n.options is not None:
+            return dataset.options()
+        stack.extend(n.inputs)
+    return None
 
 
 def _pipeline_names(node: Node) -> list:
@@ -414,12 +454,21 @@ class Dataset:
         Args:
             map_func: takes an element's components, returns Tensors/arrays/scalars or a
                 tuple/dict of them.
-            num_parallel_calls: None runs it in the consumer's thread; an int or
-                ``AUTOTUNE`` runs that many calls at once in worker threads (useful when the
-                function spends its time in NumPy/pyarrow code that releases the GIL).
+            num_parallel_calls: None runs it in the consumer's thread; an int runs that
+                many calls at once in worker threads (useful when the function spends its
+                time in NumPy/pyarrow code that releases the GIL, or waits). ``AUTOTUNE``
+                measures and decides: the map starts in the consumer's thread, times a
+                sparse sample of calls, and when the function is costly enough for
+                workers to pay off it tries threads (and processes, with
+                ``use_processes=True``) against inline on the running pipeline and keeps
+                the fastest; it re-decides when its rate or timings change, and later
+                passes of the Dataset start with the choice. ``Iterator.
+                autotune_report()`` shows what it chose and why; ``Options.autotune``
+                (``enabled=False``: one thread per core; ``cpu_budget``) applies.
             deterministic: keep input order (default). False delivers results as they finish.
             use_processes: run the calls in ``num_parallel_calls`` worker processes instead
-                (default the number of cores): for Python-heavy functions that hold the GIL.
+                (default the number of cores; with ``AUTOTUNE``: allow processes among the
+                configurations it tries): for Python-heavy functions that hold the GIL.
                 Elements and results travel as NumPy arrays through pipes (about 5 µs per
                 element of overhead here), so it pays off from about 50-100 µs of work per
                 element. On Linux the workers are forked, so any function works (lambdas
@@ -497,7 +546,14 @@ class Dataset:
         return Dataset(SkipNode(self._node, count))
 
     def prefetch(self, buffer_size: int = AUTOTUNE) -> Dataset:
-        """Prepare up to ``buffer_size`` elements ahead in a background thread (0: no-op)."""
+        """Prepare up to ``buffer_size`` elements ahead in a background thread (0: no-op).
+
+        The thread is used only while both the input and the consumer take long enough
+        per element for overlapping them to pay (else the consumer's thread pulls).
+        ``AUTOTUNE`` starts with 2 elements and doubles the buffer while the consumer
+        finds it empty although the input keeps up on average (a bursty input), up to
+        64 elements and ``Options.autotune.ram_budget`` bytes (default 256 MiB).
+        """
         if buffer_size == 0:
             return self
         return Dataset(PrefetchNode(self._node, buffer_size))

@@ -70,8 +70,12 @@ class MapNode(Node):
                 not isinstance(num_parallel_calls, int) or num_parallel_calls < 1):
             raise ValueError(f"Dataset.map: num_parallel_calls must be a positive int, AUTOTUNE "
                              f"or None, received {num_parallel_calls!r}")
+        # AUTOTUNE measures and decides per pass (map_autotune); ``workers`` is then what
+        # it runs when Options.autotune.enabled is False: one worker per core.
+        self.autotune = num_parallel_calls == AUTOTUNE
+        self.tuned = None  # the last AUTOTUNE decision, where the next pass starts
         self.workers = (None if num_parallel_calls is None else
-                        _par.default_parallelism() if num_parallel_calls == AUTOTUNE else
+                        _par.default_parallelism() if self.autotune else
                         int(num_parallel_calls))
         self.deterministic = True if deterministic is None else bool(deterministic)
         self.use_processes = bool(use_processes)
@@ -98,6 +102,12 @@ class MapNode(Node):
         src = _rng.SeedSource(ctx.seed(self, self.seed), top, inner)
         if self.workers is None:
             return MapIterator(self, up, src, ctx)
+        if self.autotune:
+            opts = ctx.autotune_options()
+            if opts.enabled is not False:
+                from layerkit.data.map_autotune import AutoMapIterator  # (it imports this)
+
+                return AutoMapIterator(self, up, src, ctx, budget=opts.cpu_budget)
         return ParallelMapIterator(self, up, src, ctx)
 
     def cardinality(self) -> int:
@@ -200,6 +210,8 @@ class MapIterator(FusedBatchMap, NodeIterator):
             raise annotate(e, fn_note(fn, index))  # noqa: B904 (the caught error itself)
         self._count = index + 1
         return out
+
+    _serial_next = __next__  # what the fused loop and AUTOTUNE's inline mode call
 
     # ---- carry-over after an error, state --------------------------------------------------
     def _carry_over(self, rest: list) -> None:

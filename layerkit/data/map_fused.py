@@ -27,7 +27,8 @@ _BLOCK = 256
 class FusedBatchMap:
     """Mixin of ``MapIterator``: ``fast_iter`` and the fused loop. It uses the serial
     iterator's ``_up``, ``_fn``, ``_src``, ``_count``, ``_carry``, ``_gen``,
-    ``_gen_ended`` and ``_base`` slots and its ``__next__``."""
+    ``_gen_ended`` and ``_base`` slots and its ``__next__`` (as ``_serial_next``, which
+    a subclass that overrides ``__next__`` keeps)."""
 
     __slots__ = ()
 
@@ -114,7 +115,7 @@ class FusedBatchMap:
         self._gen = None  # __next__ below must not close this generator
         while True:
             try:
-                out = self.__next__()
+                out = self._serial_next()
             except StopIteration:
                 break
             yield out

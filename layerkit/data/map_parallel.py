@@ -1,6 +1,5 @@
 """Parallel map: the user function run in worker threads or processes.
 
-
 Parallel map pulls input elements in the consumer thread, hands chunks of them to the
 workers of one :mod:`~layerkit.data.parallel` pool and delivers results in input order
 (or as they complete when ``deterministic=False``). Chunk sizes adapt to the measured
@@ -14,6 +13,8 @@ element ``i`` reaches the consumer at position ``i`` and the elements after it s
 A worker process that dies fails each element of the chunks it held with its own
 ``WorkerLostError`` (a RuntimeError naming the element and how the process ended), at
 those elements' positions; the pool starts a new process for the rest. So every element
+reaches the consumer, or an error for it does. ``num_parallel_calls=AUTOTUNE`` runs these
+pools through :mod:`~layerkit.data.map_autotune`, which decides when to use them.
 """
 from __future__ import annotations
 
@@ -77,18 +78,34 @@ IN_FLIGHT = 256
 
 
 class ParallelMapIterator(NodeIterator):
+    """The map's function run by ``workers`` threads (or processes) of one pool.
+
+    ``workers``/``processes`` default to the node's settings. An AUTOTUNE map runs one of
+    these per configuration it tries (``owns_input=False``: closing or dropping it stops
+    its workers, not the shared input) and switches between them: ``draining`` stops
+    new submissions so that what is in flight is delivered first (:meth:`drained`), and
+    ``log`` (a list or deque, or None) receives ``(time, elements taken before)`` at each
+    chunk taken, the arrivals its rate is measured from; ``budget`` (None: unlimited)
+    bounds the input elements it submits, so that a trial window does not leave hundreds
+    of elements to drain through a slow configuration.
+    """
+
     __slots__ = ("_up", "_node", "_count", "_src", "_pool", "_window", "_pending", "_exhausted",
-                 "_chunk", "_cost", "_max_chunk", "_target", "_finalizer", "_ctx", "__weakref__")
+                 "_chunk", "_cost", "_max_chunk", "_target", "_finalizer", "_ctx", "_procs",
+                 "workers", "draining", "log", "taken", "budget", "__weakref__")
     kind = "map"
 
-    def __init__(self, node, up: NodeIterator, src, ctx) -> None:
+    def __init__(self, node, up: NodeIterator, src, ctx, workers: int | None = None,
+                 processes: bool | None = None, owns_input: bool = True,
+                 cost: float | None = None) -> None:
         self._ctx = ctx
         self._up = up
         self._node = node
         self._count = 0
         self._src = src
-        k = node.workers
-        if node.use_processes:
+        k = self.workers = node.workers if workers is None else workers
+        self._procs = node.use_processes if processes is None else processes
+        if self._procs:
             self._pool = _par.ProcessPool(k, "map", functools.partial(_run_chunk_process, node.fn))
             self._target, queued = 5e-3, 2
         else:
@@ -107,16 +124,32 @@ class ParallelMapIterator(NodeIterator):
         self._exhausted = False
         self._chunk = 1
         self._cost = None  # seconds per element, running estimate
-        self._finalizer = weakref.finalize(self, _shutdown_and_close, self._pool, up)
+        if cost is not None:
+            self._tune(1, cost)
+        self.draining = False
+        self.log = None
+        self.taken = 0  # elements taken from the window
+        self.budget = None
+        self._finalizer = weakref.finalize(self, _shutdown_and_close, self._pool,
+                                           up if owns_input else None)
 
     def _fill(self) -> None:
+        if self.draining:
+            return
         w = self._window
         up = self._up
         node = self._node
+        procs = self._procs
         while not self._exhausted and not w.full():
+            n = self._chunk
+            if self.budget is not None:
+                if self.budget <= 0:
+                    return
+                n = min(n, self.budget)
+                self.budget -= n
             elems = []
             err = None
-            for _ in range(self._chunk):
+            for _ in range(n):
                 try:
                     elems.append(next(up))
                 except StopIteration:
@@ -128,14 +161,14 @@ class ParallelMapIterator(NodeIterator):
             if elems:
                 start = self._count
                 self._count += len(elems)
-                if node.use_processes:
+                if procs:
                     w.submit(None, (_st.encode_chunk(elems), self._src, start),
                              (start, len(elems)))
                 else:
                     w.submit(_run_chunk, (node.fn, elems, self._src, start))
             if err is not None:
                 outcomes = [(False, err)]
-                w.put_ready((("mixed", outcomes) if node.use_processes else outcomes, 0.0))
+                w.put_ready((("mixed", outcomes) if procs else outcomes, 0.0))
 
     def __next__(self):
         pending = self._pending
@@ -160,8 +193,24 @@ class ParallelMapIterator(NodeIterator):
             w.wait()
             self._fill()
         outcomes = self._outcomes(w.take(), tune=True)
+        if self.log is not None:
+            self.log.append((time.perf_counter(), self.taken))
+        self.taken += len(outcomes)
         self._pending.extend(outcomes)
         self._fill()
+
+    def drained(self) -> bool:
+        """Draining, and everything submitted has been delivered."""
+        return self.draining and not self._pending and not self._window._slots
+
+    def resume(self, count: int, src, up) -> None:
+        """Continue a drained (or new) engine at input position ``count`` of ``up``."""
+        self._count = count
+        self._src = src
+        self._up = up
+        self._exhausted = False
+        self.draining = False
+        self.budget = None
 
     def _outcomes(self, slot, tune: bool = False) -> list:
         """A chunk's outcomes ``(ok, value or error)``, one per input element."""
@@ -174,7 +223,7 @@ class ParallelMapIterator(NodeIterator):
             finally:
                 err = None  # no cycle through the traceback (see parallel.release)
         outcomes, dt = slot.value
-        if self._node.use_processes:
+        if self._procs:
             outcomes = _process_outcomes(outcomes)
         if tune:
             self._tune(len(outcomes), dt)
@@ -187,15 +236,18 @@ class ParallelMapIterator(NodeIterator):
         self._cost = per if self._cost is None else 0.7 * self._cost + 0.3 * per
         self._chunk = int(min(self._max_chunk, max(1, self._target / max(self._cost, 1e-9))))
 
-    def get_state(self) -> dict:
+    def buffered(self) -> list:
+        """The outcomes submitted and not yet delivered, encoded for a state (waits for
+        the ones in flight; they stay queued)."""
         outcomes = list(self._pending)
         for slot in self._window.settle():
             outcomes.extend(self._outcomes(slot))
-        buf = []
-        for ok, v in outcomes:
-            buf.append({"ok": _st.encode(v)} if ok else _st.encode_error(v))
+        return [{"ok": _st.encode(v)} if ok else _st.encode_error(v) for ok, v in outcomes]
+
+    def get_state(self) -> dict:
         return {"node": self.kind, "count": self._count, "rng": list(self._src.as_tuple()),
-                "exhausted": self._exhausted, "buffer": buf, "input": self._up.get_state()}
+                "exhausted": self._exhausted, "buffer": self.buffered(),
+                "input": self._up.get_state()}
 
     def set_state(self, state: dict) -> None:
         self._check_state(state)
@@ -206,19 +258,25 @@ class ParallelMapIterator(NodeIterator):
         self._ctx.restore(self._node, *state["rng"])
         self._exhausted = bool(state["exhausted"])
         self._up.set_state(state["input"])
-        for entry in state["buffer"]:
-            if "ok" in entry:
-                self._pending.append((True, _st.decode(entry["ok"])))
-            else:
-                self._pending.append((False, _st.decode_error(entry)))
+        self._pending.extend(decode_outcomes(state["buffer"]))
 
-    def close(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """Stop the workers (not the input)."""
         self._finalizer.detach()
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=wait)
         self._window._slots.clear()
         self._exhausted = True
         self._pending.clear()
+
+    def close(self) -> None:
+        self.stop()
         self._up.close()
+
+
+def decode_outcomes(entries: list) -> list:
+    """Outcomes ``(ok, value or error)`` from a state's encoded buffer."""
+    return [(True, _st.decode(e["ok"])) if "ok" in e else (False, _st.decode_error(e))
+            for e in entries]
 
 
 def _lost(err, start: int, n: int) -> list:
@@ -234,4 +292,5 @@ def _lost(err, start: int, n: int) -> list:
 def _shutdown_and_close(pool, up) -> None:
     # Workers never touch ``up`` (the consumer pulls inputs), so closing it now is safe.
     pool.shutdown(wait=False)
-    up.close()
+    if up is not None:
+        up.close()

@@ -36,6 +36,7 @@ import itertools
 import numpy as np
 
 from layerkit.data import structure as _st
+from layerkit.data.options import AutotuneOptions
 
 AUTOTUNE = -1
 INFINITE = -1
@@ -55,13 +56,20 @@ class IterationContext:
     a new process where seeds drawn from the global generator differ.
     """
 
-    __slots__ = ("_top", "_inner", "_seeds", "_probe")
+    __slots__ = ("_top", "_inner", "_seeds", "_probe", "options")
 
-    def __init__(self, probe: bool = False) -> None:
+    def __init__(self, probe: bool = False, options=None) -> None:
         self._top: dict = {}
         self._inner: dict = {}
         self._seeds: dict = {}
         self._probe = probe  # a look at the first element (element_spec): counts no pass
+        self.options = options  # the iterated Dataset's lk.data.Options (None: defaults)
+
+    def autotune_options(self):
+        """``options.autotune`` of the iterated Dataset (defaults when it set none)."""
+        if self.options is None:
+            return AutotuneOptions()
+        return self.options.autotune
 
     def epoch(self, node: Node) -> tuple[int, int]:
         key = node.node_id

@@ -1,11 +1,15 @@
 """tf.data-style ``Options``: settings attached to a dataset with ``with_options``.
 
 The fields TF programs set are accepted, validated and merged as in tf.data (a
-dataset's options are its inputs' merged with its own; a field set later wins). One is
-acted on: ``experimental_distribute.auto_shard_policy`` tells ``lk.distribute`` how to
-split the dataset across ranks. The others are recorded only: layerkit's stages take
-their parallelism and order from their own arguments (``num_parallel_calls``,
-``deterministic``), so they change no element and no element order.
+dataset's options are its inputs' merged with its own; a field set later wins). Two act:
+``experimental_distribute.auto_shard_policy`` tells ``lk.distribute`` how to split the
+dataset across ranks, and ``autotune`` acts on the ``AUTOTUNE`` stages of the iterated
+dataset: ``enabled=False`` gives them fixed settings (one worker per core, a prefetch
+buffer of ``max(2, cores)``), ``cpu_budget`` bounds the cores their workers may keep busy,
+``ram_budget`` the bytes a prefetch buffer may grow to. The others are recorded only:
+layerkit's stages take their parallelism and order from their own arguments
+(``num_parallel_calls``, ``deterministic``). No option changes an element or the element
+order.
 """
 from __future__ import annotations
 
@@ -70,6 +74,10 @@ class ThreadingOptions(_OptionsBase):
 
 
 class AutotuneOptions(_OptionsBase):
+    """``tf.data.experimental.AutotuneOptions``: ``enabled`` (None/True: AUTOTUNE
+    measures and decides), ``cpu_budget`` (cores), ``ram_budget`` (bytes);
+    ``autotune_algorithm`` is recorded only."""
+
     _fields = {"enabled": None, "cpu_budget": None, "ram_budget": None,
                "autotune_algorithm": None}
 

@@ -2,6 +2,7 @@
 value conversion for comparisons, and thread-leak waiting."""
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import time
@@ -92,6 +93,16 @@ def assert_save_restore(build, ks=None, expected=None):
         it.close()
         it2.close()
         it3.close()
+
+
+def settle_threads() -> None:
+    """Wait for the threads of earlier tests to end (each test starts from a settled
+    thread count). Collects garbage first: ``pytest.raises`` keeps an error, and through
+    its traceback a failed iterator, in a reference cycle with the test's frame. lk.nn's
+    process-lifetime kernel pool ("layerkit-nn_*") is not waited for."""
+    gc.collect()
+    resident = sum(1 for t in threading.enumerate() if t.name.startswith("layerkit-nn"))
+    wait_for_threads(1 + resident, timeout=3.0)
 
 
 def wait_for_threads(baseline: int, timeout: float = 5.0) -> int:

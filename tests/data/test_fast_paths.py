@@ -398,7 +398,7 @@ def test_inline_prefetch_samples_less_while_fast_and_still_goes_threaded_later()
     # A fast phase widens the sampling stride (one timed call in up to 1024); when both
     # sides turn slow, a timed call still comes within one stride and hands the input
     # to the thread.
-    from layerkit.data import prefetch as pf
+    from layerkit.data import tuning as tn
 
     fast = 3000
 
@@ -409,14 +409,14 @@ def test_inline_prefetch_samples_less_while_fast_and_still_goes_threaded_later()
 
     it = iter(Dataset.range(fast + 3000).map(fn).prefetch(2))
     got = [int(next(it)) for _ in range(fast)]
-    assert it._it._inline and it._it._every == pf._EVERY_MAX
-    for _ in range(pf._EVERY_MAX + 2 * (pf._EVERY + 1)):
+    assert it._it._inline and it._it._s.every == tn.EVERY_MAX
+    for _ in range(tn.EVERY_MAX + 2 * (tn.EVERY + 1)):
         got.append(int(next(it)))
         time.sleep(0.0003)
         if not it._it._inline:
             break
     assert not it._it._inline, "the slow phase was never sampled"
-    assert it._it._every == pf._EVERY
+    assert it._it._s.every == tn.EVERY
     got += [int(v) for v in it]
     assert got == list(range(fast + 3000))
     it.close()
