@@ -10,8 +10,8 @@ import re
 
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
-from layerkit.ops import random as _random
 from layerkit.module import Module
+from layerkit.ops import random as _random
 
 _PENDING = trackable._PENDING_ATTR
 
