@@ -62,7 +62,7 @@ def _values(args: tuple) -> list:
     strong = False
     for a in args:
         if isinstance(a, Tensor):
-            vals.append(a._v)
+            vals.append(a._rv)  # the op reading it is recorded (or runs eagerly)
             strong = True
         elif type(a) in _SCALARS:
             vals.append(a)
@@ -160,8 +160,8 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
         for a in args:
             if type(a) is Tensor:
                 vals.append(a._v)
-            elif isinstance(a, Tensor):
-                vals.append(a._v)
+            elif isinstance(a, Tensor):  # a TracedTensor or Variable: this op is recorded
+                vals.append(a._rv)
                 if isinstance(a, Variable):
                     for r in recs:
                         r.read_variable(a)

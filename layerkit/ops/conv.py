@@ -751,7 +751,8 @@ _AVG_GRAD = Op("avg_pool2d_grad", _avg_grad_fwd, _avg_grad_vjp)
 # Argument checking (public front doors)
 # =====================================================================================
 def _value(x):
-    return x._v if isinstance(x, Tensor) else to_array(x)
+    # Checked for shapes, then passed on to the recorded op: not a leak.
+    return x._rv if isinstance(x, Tensor) else to_array(x)
 
 
 def _arg(x, v):

@@ -20,7 +20,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import Variable, replace_value
 from layerkit.autodiff.function import executor as _executor
 from layerkit.autodiff.function import fuse as _fuse
 from layerkit.autodiff.function import gradient as _gradient
@@ -330,7 +330,7 @@ class Function:
             rng_changed = rng0 is not None and _rng_state() != rng0
             if rollback:
                 for var, old in tracer.assigned.values():
-                    var._v = old
+                    replace_value(var, old)
                 _rng_restore(rng0)
             cf = self._build(ck.key, tracer, rng_changed, previous)
             self._cache[ck.key] = cf
