@@ -3,9 +3,10 @@
 Every change of a Variable's value goes through this module: ``assign``/``assign_add``/
 ``assign_sub`` (checked, and recorded by an ``lk.function`` trace), and for library code
 that already holds a checked array, :func:`replace_value` (a new array),
-:func:`writable` (the arrays an in-place NumPy update writes into) and
-:func:`graph_assign` (a graph's assign node). Each first calls :func:`keep_reads`, so
-tapes holding ops that read the old value keep it.
+:func:`writable` (the arrays an in-place NumPy update writes into), :func:`adopt` (the
+same value moved into a buffer the caller owns) and :func:`graph_assign` (a graph's
+assign node). Those that change the value first call :func:`keep_reads`, so tapes
+holding ops that read the old value keep it.
 """
 from __future__ import annotations
 
@@ -90,6 +91,15 @@ def writable(*variables: Variable) -> list:
             a = var._v = np.array(a)
         out.append(a)
     return out
+
+
+def adopt(var: Variable, buffer: np.ndarray) -> None:
+    """Copy ``var``'s value into ``buffer`` (an array of its shape) and make ``buffer``
+    its array: the same value in storage the caller owns (an optimizer's flat buffer
+    that updates many small variables in one kernel call). The value does not change,
+    so tapes need not keep anything."""
+    np.copyto(buffer, var._v, casting="unsafe")
+    var._v = buffer
 
 
 # The updates of assign / assign_add / assign_sub on a checked array ``a``.

@@ -691,7 +691,9 @@ def _max_gg_vjp(u, ins, out, needs, ksize, strides, pads):
 
 
 _MAX = Op("max_pool2d", _max_fwd, _max_vjp)
-_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp)
+# It sends g[w] only where y == p[w], and there y > 0 is p[w] > 0: the ReLU mask of its
+# result can be applied to g instead (passes.sink_masks).
+_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp, absorbs=(_nn._RELU_GRAD,))
 _MAX_GG = Op("max_pool2d_grad_grad", _max_gg_fwd, _max_gg_vjp)
 
 

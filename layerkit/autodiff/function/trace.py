@@ -255,6 +255,10 @@ class Tracer:
             self._register(o, vid)
         if is_stateful_op(op):
             self.stateful_ops = True
+            changes = getattr(op, "updates", None)
+            if changes is not None:  # reads before the node do not stand for reads after
+                for var in changes(attrs):
+                    self._reads.pop(id(var), None)
 
     stateful_ops = False
     has_alias = False   # a custom_gradient node: its own vjp must be used under a tape
