@@ -95,4 +95,10 @@ def python_call(fn: Callable, inputs: Sequence = (), *, name: str = "python_call
         >>> [float(s) for s in seen]
         [3.0, 7.0]
     """
-    return apply(PYTHON_CALL, *inputs, call=PythonCall(fn, name, updates, grad))
+    call = PythonCall(fn, name, updates, grad)
+    if context.RECORDERS and updates:
+        for r in tuple(context.RECORDERS):  # a dry-run trace keeps their values to restore
+            hook = getattr(r, "record_update", None)
+            if hook is not None:
+                hook(call.changed())
+    return apply(PYTHON_CALL, *inputs, call=call)

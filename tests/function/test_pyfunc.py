@@ -267,3 +267,29 @@ def test_python_call_outputs_and_its_gradient():
     np.testing.assert_allclose(f(lk.constant(x)).numpy(), np.cos(x))
     check_grads(f, [x], order=1)
     check_grads(lk.function(f), [x], order=1)
+
+
+def test_get_concrete_function_runs_no_python_side_effects(capsys):
+    w = lk.Variable([1.0, -2.0], name="w")
+    opt = lk.optimizers.Adam(0.1)
+    mean = lk.metrics.Mean()
+
+    @lk.function
+    def step(x):
+        with lk.GradientTape() as tape:
+            loss = lk.reduce_sum(lk.square(w * x))
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        mean.update_state(loss)
+        lk.print("loss", loss, output_stream=sys.stdout)
+        return loss
+
+    x = lk.constant([1.0, 1.0])
+    cf = step.get_concrete_function(lk.TensorSpec([2], "float32"))
+    assert capsys.readouterr().out == ""
+    np.testing.assert_array_equal(w.numpy(), [1.0, -2.0])
+    assert int(opt.iterations) == 0 and float(mean.result()) == 0.0
+    cf(x)   # the graph's first run does all of it, once
+    assert capsys.readouterr().out == "loss 5\n"
+    assert int(opt.iterations) == 1 and float(mean.result()) == 5.0
+    # Adam's first step moves each weight by the learning rate against its gradient's sign
+    np.testing.assert_allclose(w.numpy(), [0.9, -1.9], rtol=1e-5)

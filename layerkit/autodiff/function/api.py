@@ -277,8 +277,9 @@ class Function:
 
         ``TensorSpec`` arguments stand for tensors of that shape and dtype (``None``
         dimensions become 1). Tracing runs the Python function; assignments to
-        Variables and draws from the global random generator made by this trace are
-        undone, so asking for a concrete function has no effect on state.
+        Variables (also those of metric updates and optimizer steps) and draws from the
+        global random generator made by this trace are undone, and ``lk.print`` prints
+        nothing, so asking for a concrete function has no effect on state.
         """
         if not args and not kwargs and self._sig is not None:
             args = self._sig
@@ -318,6 +319,7 @@ class Function:
                     RetracingWarning, stacklevel=3)
             rng0 = _rng_state()
             tracer = Tracer(self._name)
+            tracer.dry_run = rollback
             with tracer:
                 owned = ck.leaves if own else [None] * len(ck.arrays)
                 leaves = [tracer.param(a, p, o)

@@ -180,7 +180,16 @@ def print(*inputs, output_stream=None, summarize: int | None = 3, sep: str = " "
         write(sep.join(_text(x, it, summarize, True) for x in inputs), end)
 
     if context.RECORDERS and context.tracing():
-        python_call(emit, tensors, name=name or "print")
+        # A dry-run trace (get_concrete_function) prints nothing; calls of the graph do.
+        dry = [any(getattr(r, "dry_run", False) for r in context.RECORDERS)]
+
+        def node(*arrays) -> None:
+            if dry[0]:
+                dry[0] = False
+                return
+            emit(*arrays)
+
+        python_call(node, tensors, name=name or "print")
     else:
         emit(*[t._v for t in tensors])
 

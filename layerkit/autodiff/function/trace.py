@@ -144,6 +144,9 @@ class Tracer:
         self.variables_read: dict[int, Variable] = {}
         self.leaks: list[str] = []
         self.assigned: dict[int, tuple] = {}  # id(var) -> (var, array before the first assign)
+        # A dry run (get_concrete_function) undoes its changes of Variables afterwards,
+        # and Python-call nodes that only have effects (lk.print) skip their trace run.
+        self.dry_run = False
         self.thread = threading.get_ident()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -296,6 +299,13 @@ class Tracer:
         g.add_node(Node("assign", ins=[vid], var=var, method=method))
         g.variables[id(var)] = var
         self._reads.pop(id(var), None)   # later reads see the new value
+
+    def record_update(self, variables: list) -> None:
+        """Called before a Python-call node changes ``variables`` (perhaps in place): a
+        dry run keeps a copy of each to restore afterwards."""
+        if self.dry_run and threading.get_ident() == self.thread:
+            for var in variables:
+                self.assigned.setdefault(id(var), (var, np.array(var._rv, copy=True)))
 
     def record_read_value(self, var: Variable, tensor: Tensor) -> None:
         """Called by Variable.value()/read_value(): the snapshot is a live read."""
