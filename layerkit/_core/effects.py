@@ -57,15 +57,20 @@ def _forward(*arrays, call: PythonCall) -> tuple:
 
 
 def _vjp(g, ins, out, needs, call: PythonCall):
-    if call.grad is None:
-        return (None,) * len(ins)
     return call.grad(g, ins, out, needs)
 
 
 _vjp.takes_none = True  # outputs nobody used reach ``grad`` as None
 
-PYTHON_CALL = Op("python_call", _forward, _vjp, num_outputs=-1, stateful=True,
-                 updates=lambda attrs: attrs["call"].changed())
+
+def _changed(attrs: dict) -> list:
+    return attrs["call"].changed()
+
+
+# Two records, so that tapes skip the calls without a gradient (no vjp: not recorded).
+PYTHON_CALL = Op("python_call", _forward, num_outputs=-1, stateful=True, updates=_changed)
+PYTHON_CALL_GRAD = Op("python_call", _forward, _vjp, num_outputs=-1, stateful=True,
+                      updates=_changed)
 
 
 def python_call(fn: Callable, inputs: Sequence = (), *, name: str = "python_call",
@@ -101,4 +106,4 @@ def python_call(fn: Callable, inputs: Sequence = (), *, name: str = "python_call
             hook = getattr(r, "record_update", None)
             if hook is not None:
                 hook(call.changed())
-    return apply(PYTHON_CALL, *inputs, call=call)
+    return apply(PYTHON_CALL if grad is None else PYTHON_CALL_GRAD, *inputs, call=call)

@@ -190,6 +190,13 @@ def test_py_function_gives_no_gradient_to_integer_inputs_and_checks_results():
     assert lk.py_function(lambda a: None, [lk.constant(1.0)], []) == []
     out = lk.py_function(lambda a: 2, [lk.constant(1.0)], "float32")   # Python values cast
     assert out.dtype == np.float32 and float(out) == 2.0
+    v = lk.Variable([1.0, 2.0])
+    f = lk.function(lambda x: lk.py_function(lambda a: v, [x], "float32"))
+    for call in (lambda: lk.py_function(lambda a: v, [n], "float32"), lambda: f(n)):
+        got = call()
+        assert type(got) is lk.Tensor   # a snapshot of the variable, not the variable
+        v.assign_add([1.0, 1.0])
+        np.testing.assert_array_equal(got.numpy(), v.numpy() - 1.0)
 
 
 # ---- lk.numpy_function --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
 from layerkit.autodiff.tape import GradientTape
 
 __all__ = ["print", "py_function", "numpy_function", "format_tensor"]
@@ -207,6 +208,8 @@ def _outputs(result, dtypes: list, single: bool, what: str, strict: bool) -> lis
                          f"(one per Tout dtype)")
     out = []
     for k, (v, dt) in enumerate(zip(values, dtypes)):
+        if isinstance(v, Variable):  # a snapshot: the variable may change later
+            v = v.value()
         have = v.dtype if isinstance(v, (Tensor, np.ndarray, np.generic)) else None
         if strict and have is None:
             have = np.asarray(v).dtype
