@@ -118,20 +118,35 @@ def _sub(var: Variable, a) -> None:
 _UPDATE = {"assign": _set, "assign_add": _add, "assign_sub": _sub}
 
 
+# A compiled graph's assign nodes: the same updates without the checks, which ran when
+# the graph was traced. One frame each (they run on every call of a traced train step).
+def _graph_set(var: Variable, a) -> None:
+    if KEEPERS:
+        keep_reads(var)
+    var._v = np.asarray(a).astype(var._v.dtype, copy=True)
+
+
+def _graph_add(var: Variable, a) -> None:
+    if KEEPERS:
+        keep_reads(var)
+    var._v = (var._v + a).astype(var._v.dtype, copy=False)
+
+
+def _graph_sub(var: Variable, a) -> None:
+    if KEEPERS:
+        keep_reads(var)
+    var._v = (var._v - a).astype(var._v.dtype, copy=False)
+
+
+_GRAPH_UPDATE = {"assign": _graph_set, "assign_add": _graph_add, "assign_sub": _graph_sub}
+
+
 def graph_assign(method: str):
     """The function ``(var, value)`` a compiled graph calls for an assign node of
     ``method`` (``'assign'``, ``'assign_add'``, ``'assign_sub'``): the update of
     ``Variable.<method>`` without the checks, which ran when the graph was traced.
     Replaces the array, never writes into it: a tape or an earlier result may hold it."""
-    update = _UPDATE[method]
-
-    def run(var: Variable, value) -> None:
-        if KEEPERS:
-            keep_reads(var)
-        update(var, value)
-
-    run.__name__ = f"graph_{method}"
-    return run
+    return _GRAPH_UPDATE[method]
 
 
 def _array_of(value, dtype=None) -> np.ndarray:
