@@ -26,10 +26,11 @@ import numpy as np
 
 from layerkit._core import context
 from layerkit._core.convert import to_array
-from layerkit._core.op import Op, apply, wrap
+from layerkit._core.effects import python_call
+from layerkit._core.op import wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import KEEPERS, Variable, keep_reads
+from layerkit._core.variable import Variable, replace_value, writable
 from layerkit.autodiff.nest import flatten, pack_like
 
 __all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
@@ -104,7 +105,7 @@ def _samplewise(values: np.ndarray, sample_weight, reduce=np.mean):
 
 
 class _MethodCall:
-    """Static attribute of a metric-method node: the method and its non-tensor arguments
+    """A metric method run by a Python-call node: the method and its non-tensor arguments
     (``slots``: where the node's input tensors go in the flattened arguments)."""
 
     __slots__ = ("metric", "fn", "structure", "leaves", "slots", "flat", "out_structure",
@@ -137,35 +138,14 @@ class _MethodCall:
             return leaves[:n], dict(zip(names, leaves[n:]))
         return pack_like(self.structure, leaves)
 
-    def __repr__(self) -> str:
-        return f"<{self.metric.name}.{self.fn.__name__}>"
+    def update(self, *arrays) -> None:
+        args, kwargs = self.args(arrays)
+        self.fn(self.metric, *args, **kwargs)
 
-
-def _update_forward(*arrays, call: _MethodCall):
-    args, kwargs = call.args(arrays)
-    if context.RECORDERS:  # only while tracing: graph runs have no recorders
-        with context.untraced():
-            call.fn(call.metric, *args, **kwargs)
-    else:
-        call.fn(call.metric, *args, **kwargs)
-    return ()
-
-
-def _result_forward(call: _MethodCall):
-    if context.RECORDERS:
-        with context.untraced():
-            r = call.fn(call.metric)
-    else:
-        r = call.fn(call.metric)
-    call.out_structure = r
-    return tuple(to_array(x) for x in flatten(r))
-
-
-# Side effects (no outputs): never folded, merged or removed; re-run on every call.
-_UPDATE = Op("metric_update", _update_forward, num_outputs=0, stateful=True,
-             updates=lambda attrs: attrs["call"].metric.variables)
-# Reads the state live; stateful so that two reads around an update are never merged.
-_RESULT = Op("metric_result", _result_forward, num_outputs=-1, stateful=True)
+    def result(self) -> tuple:
+        r = self.fn(self.metric)
+        self.out_structure = r
+        return tuple(to_array(x) for x in flatten(r))
 
 
 def _tracing() -> bool:
@@ -173,14 +153,16 @@ def _tracing() -> bool:
 
 
 def _graph_aware(fn, kind: str):
-    """Wrap a metric method so that, while an lk.function traces, it is one graph node."""
+    """Wrap a metric method so that, while an lk.function traces, it is one graph node
+    (a Python call: see ``layerkit._core.effects``)."""
     if kind == "result":
         @functools.wraps(fn)
         def method(self, *args, **kwargs):
             if args or kwargs or not _tracing():
                 return fn(self, *args, **kwargs)
+            # Reads the state live, on every call (never merged with another read).
             call = _MethodCall(self, fn)
-            outs = apply(_RESULT, call=call)
+            outs = python_call(call.result, name=f"{self.name}.{fn.__name__}")
             return pack_like(call.out_structure, list(outs))
     else:
         @functools.wraps(fn)
@@ -194,8 +176,9 @@ def _graph_aware(fn, kind: str):
             # Keras masks travel with their tensors into the node (y_pred's mask).
             masks = [(i, getattr(leaves[i], "_keras_mask", None)) for i in slots]
             masks = [(i, m) for i, m in masks if m is not None]
-            apply(_UPDATE, *tensors, *[m for _, m in masks],
-                  call=_MethodCall(self, fn, structure, leaves, slots, [i for i, _ in masks]))
+            call = _MethodCall(self, fn, structure, leaves, slots, [i for i, _ in masks])
+            python_call(call.update, [*tensors, *[m for _, m in masks]],
+                        name=f"{self.name}.{fn.__name__}", updates=self.variables)
             return None
     method._lk_graph_aware = True
     return method
@@ -241,9 +224,7 @@ class Metric:
     def reset_state(self) -> None:
         """Zero every state variable."""
         for v in self._vars.values():
-            if KEEPERS:
-                keep_reads(v)
-            v._v = np.zeros_like(v._v)
+            replace_value(v, np.zeros_like(v._v))
 
     def update_state(self, *args, **kwargs) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement update_state")
@@ -274,13 +255,8 @@ Metric.reset_state = _graph_aware(Metric.reset_state, "reset_state")
 
 
 def _acc(var: Variable, value) -> None:
-    if KEEPERS:  # a tape holding ops that read var keeps the value they read
-        keep_reads(var)
-    a = var._v
-    if type(a) is np.ndarray and a.flags.writeable:
-        np.add(a, value, out=a, casting="unsafe")
-    else:
-        var._v = np.asarray(a + value, dtype=var.dtype)
+    a = writable(var)[0]  # a tape holding ops that read var keeps the value they read
+    np.add(a, value, out=a, casting="unsafe")
 
 
 class Sum(Metric):

@@ -24,7 +24,7 @@ from layerkit import constraints, initializers, regularizers
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import Variable, replace_value
 from layerkit.checkpoint import trackable
 from layerkit.layers import input_spec as _spec
 from layerkit.layers import symbolic as _sym
@@ -373,7 +373,7 @@ class Layer(Tracked):
         try:  # a value a checkpoint restore parked for this weight
             restored = trackable.apply_deferred(self, self._var_names[id(var)], var)
             if parked and not restored:  # it was parked under another (unique) name
-                var._v = to_array(init(shape, dtype=dtype), dtype)
+                replace_value(var, to_array(init(shape, dtype=dtype), dtype))
         except Exception:
             # It does not fit (a model built differently from the saved one). The error
             # names the file and path; the layer is left without the half-made weight.

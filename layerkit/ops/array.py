@@ -35,7 +35,7 @@ _builtin_slice = builtins.slice
 
 
 def _shape_of(x) -> tuple:
-    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+    return x._rv.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def _shape_arg(shape) -> tuple:

@@ -303,7 +303,9 @@ def _max_gg_vjp(u, ins, out, needs, ksize, strides, pads):
 
 
 _MAX = Op("max_pool2d", _max_fwd, _max_vjp)
-_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp)
+# It sends g[w] only where y == p[w], and there y > 0 is p[w] > 0: the ReLU mask of its
+# result can be applied to g instead (passes.sink_masks).
+_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp, absorbs=(_nn._RELU_GRAD,))
 _MAX_GG = Op("max_pool2d_grad_grad", _max_gg_fwd, _max_gg_vjp)
 
 
@@ -332,7 +334,8 @@ _AVG_GRAD = Op("avg_pool2d_grad", _avg_grad_fwd, _avg_grad_vjp)
 # Argument checking (public front doors)
 # =====================================================================================
 def _value(x):
-    return x._v if isinstance(x, Tensor) else to_array(x)
+    # Checked for shapes, then passed on to the recorded op: not a leak.
+    return x._rv if isinstance(x, Tensor) else to_array(x)
 
 
 def _arg(x, v):

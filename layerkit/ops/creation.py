@@ -133,13 +133,13 @@ def ones(shape, dtype=FLOATX) -> Tensor:
 
 def zeros_like(x, dtype=None) -> Tensor:
     """Zeros with the shape (and dtype, unless given) of ``x``."""
-    a = to_array(x)
+    a = np.asarray(x._rv) if isinstance(x, Tensor) else to_array(x)  # shape, dtype only
     return wrap(np.zeros(a.shape, as_dtype(dtype) or a.dtype))
 
 
 def ones_like(x, dtype=None) -> Tensor:
     """Ones with the shape (and dtype, unless given) of ``x``."""
-    a = to_array(x)
+    a = np.asarray(x._rv) if isinstance(x, Tensor) else to_array(x)  # shape, dtype only
     return wrap(np.ones(a.shape, as_dtype(dtype) or a.dtype))
 
 

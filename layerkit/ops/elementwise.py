@@ -86,7 +86,7 @@ def _broadcast_error(op: Op, args: tuple) -> None:
     """Raise an InvalidArgumentError (a ValueError) naming ``op`` and the shapes if
     ``args`` do not broadcast."""
     try:
-        shapes = [np.shape(a._v) if isinstance(a, Tensor) else np.shape(a) for a in args]
+        shapes = [np.shape(a._rv) if isinstance(a, Tensor) else np.shape(a) for a in args]
     except ValueError:
         return  # not a shape problem (e.g. a ragged list): keep NumPy's own error
     try:
@@ -376,7 +376,7 @@ def _apply_n(op: Op, *args, **attrs):
 
 def _py(t: Tensor):
     """The Python scalar behind a weak-scalar input (so it stays weak), else ``t``."""
-    v = t._v
+    v = t._rv
     return v if type(v) in _PY_SCALARS else t
 
 
@@ -981,7 +981,7 @@ def clip_by_value(t, clip_value_min, clip_value_max) -> Tensor:
         ValueError: the bounds do not broadcast to ``t``'s shape.
     """
     out = _apply_n(_CLIP, t, clip_value_min, clip_value_max)
-    tshape = np.shape(t._v) if isinstance(t, Tensor) else np.shape(t)
+    tshape = np.shape(t._rv) if isinstance(t, Tensor) else np.shape(t)
     if out.shape != tshape:
         raise ValueError(
             f"clip_by_value: the bounds (shapes {np.shape(to_array(clip_value_min))} and "

@@ -29,7 +29,7 @@ _new = object.__new__
 
 
 def _shape_of(x) -> tuple:
-    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+    return x._rv.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def _perm_inverse(order) -> tuple:
@@ -109,8 +109,8 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor
         ValueError: naming both shapes when the inner dimensions differ, the batch
             dimensions do not broadcast, or an operand is a scalar.
     """
-    na = a._v.ndim if isinstance(a, Tensor) else np.ndim(a)
-    nb = b._v.ndim if isinstance(b, Tensor) else np.ndim(b)
+    na = a._rv.ndim if isinstance(a, Tensor) else np.ndim(a)
+    nb = b._rv.ndim if isinstance(b, Tensor) else np.ndim(b)
     if na >= 2 and nb >= 2:
         try:
             return apply(_MATMUL, a, b, transpose_a=bool(transpose_a),

@@ -39,11 +39,11 @@ __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod
 
 # ---- axis handling ------------------------------------------------------------------
 def _ndim(x) -> int:
-    return x._v.ndim if isinstance(x, Tensor) else np.ndim(x)
+    return x._rv.ndim if isinstance(x, Tensor) else np.ndim(x)
 
 
 def _shape(x) -> tuple:
-    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+    return x._rv.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def _norm_axis(axis, ndim: int, op: str = "reduce"):
