@@ -11,7 +11,7 @@ from layerkit._core import memory as _memory
 from layerkit._core.convert import constant, convert_to_tensor
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
-from layerkit.ops import *  # noqa: F403
+from layerkit.primitives import *  # noqa: F403
 from layerkit.autodiff import *  # noqa: F403
 from layerkit import data, initializers, layers, nn, random, regularizers  # noqa: E402
 from layerkit import callbacks, losses, metrics, models, optimizers  # noqa: E402

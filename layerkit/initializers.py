@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from layerkit._core.convert import FLOATX, as_dtype, to_array
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal",

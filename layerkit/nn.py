@@ -6,8 +6,14 @@ cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / N
     >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
     array([[0.5, 0.5]], dtype=float32)
 """
-from layerkit.ops.conv import avg_pool2d, conv2d, conv2d_transpose, depthwise_conv2d, max_pool2d
-from layerkit.ops.conv_nd import (
+from layerkit.primitives.conv import (
+    avg_pool2d,
+    conv2d,
+    conv2d_transpose,
+    depthwise_conv2d,
+    max_pool2d,
+)
+from layerkit.primitives.conv_nd import (
     avg_pool,
     avg_pool1d,
     avg_pool3d,
@@ -23,7 +29,7 @@ from layerkit.ops.conv_nd import (
     pool,
     separable_conv2d,
 )
-from layerkit.ops.nn import (
+from layerkit.primitives.nn import (
     batch_normalization,
     dropout,
     elu,

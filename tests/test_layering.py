@@ -6,9 +6,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "layerkit"
 
 # package -> packages it must never import
 FORBIDDEN = {
-    "_core": {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
+    "_core": {"primitives", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
               "losses", "metrics", "callbacks", "initializers"},
-    "ops": {"autodiff", "layers", "models", "optimizers", "data", "checkpoint", "losses",
+    "primitives": {"autodiff", "layers", "models", "optimizers", "data", "checkpoint", "losses",
             "metrics", "callbacks", "initializers"},
     "autodiff": {"layers", "models", "optimizers", "data", "checkpoint", "losses", "metrics",
                  "callbacks", "initializers"},

@@ -11,7 +11,7 @@ from layerkit import losses as _losses
 from layerkit import metrics as _metrics
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten
-from layerkit.ops import elementwise as _ew
+from layerkit.primitives import elementwise as _ew
 
 
 def _per_output(spec, output_names: list, what: str) -> list:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-import layerkit.ops
+import layerkit.primitives
 from layerkit._core.op import Op, wrap
 from layerkit.autodiff.check import GradientCheckError, check_grads
 from tests.ops import (
@@ -53,8 +53,8 @@ def test_gradient(row):
 
 def _registered_differentiable_ops():
     ops = {}
-    for info in pkgutil.iter_modules(layerkit.ops.__path__):
-        mod = importlib.import_module(f"layerkit.ops.{info.name}")
+    for info in pkgutil.iter_modules(layerkit.primitives.__path__):
+        mod = importlib.import_module(f"layerkit.primitives.{info.name}")
         for value in vars(mod).values():
             if isinstance(value, Op) and value.vjp is not None:
                 ops[value.name] = value

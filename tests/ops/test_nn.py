@@ -16,7 +16,7 @@ import layerkit as lk
 from layerkit import nn
 from layerkit import random as lkrandom
 from layerkit.autodiff.function import EagerFallbackWarning
-from layerkit.ops import nn as N
+from layerkit.primitives import nn as N
 from tests.ops import rows_conv_nd, rows_nn
 
 _erf = np.vectorize(math.erf)

@@ -130,9 +130,9 @@ def sink_relu_mask_into_max_pool_grad(graph: Graph, keep: set | None = None) -> 
     forms are zero elsewhere. Only applied when the pool gradient has no other reader.
     """
     # The only pass that knows particular records: imported here, so the graph compiler
-    # itself stays independent of layerkit.ops.
-    from layerkit.ops import conv as _conv
-    from layerkit.ops import nn as _nn
+    # itself stays independent of layerkit.primitives.
+    from layerkit.primitives import conv as _conv
+    from layerkit.primitives import nn as _nn
     relu_grad, pool_grad = _nn._RELU_GRAD, _conv._MAX_GRAD
     vals = graph.values
     uses: dict[int, int] = {}

@@ -82,15 +82,15 @@ def _init_whitelist() -> None:
         "layerkit.autodiff.tape": ["_is_float", "_ones", "GradientTape.record",
                                    "GradientTape._watch_one", "GradientTape.read_variable"],
         "layerkit.autodiff.backprop": ["backward", "_sweep", "_checked"],
-        "layerkit.ops.elementwise": ["_py", "_broadcast_error", "clip_by_value"],
-        "layerkit.ops.array": ["_shape_of"],
-        "layerkit.ops.reduce": ["_ndim", "_shape"],
-        "layerkit.ops.linalg": ["_shape_of", "matmul"],
-        "layerkit.ops.conv": ["_value"],
+        "layerkit.primitives.elementwise": ["_py", "_broadcast_error", "clip_by_value"],
+        "layerkit.primitives.array": ["_shape_of"],
+        "layerkit.primitives.reduce": ["_ndim", "_shape"],
+        "layerkit.primitives.linalg": ["_shape_of", "matmul"],
+        "layerkit.primitives.conv": ["_value"],
     }
     via_to_array = {
         "layerkit._core.variable": ["Variable._checked", "Variable.__init__"],
-        "layerkit.ops.creation": ["zeros_like", "ones_like"],
+        "layerkit.primitives.creation": ["zeros_like", "ones_like"],
     }
 
     def resolve(table, into):

@@ -37,8 +37,8 @@ import numpy as np
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import _NO_ATTRS, RECORDERS, Op, _apply_recording, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
-from layerkit.ops import broadcast as _bc
-from layerkit.ops import creation as _creation
+from layerkit.primitives import broadcast as _bc
+from layerkit.primitives import creation as _creation
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floordiv", "mod", "negative", "pow",

@@ -22,9 +22,9 @@ import numpy as np
 
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit.ops import broadcast as _bc
-from layerkit.ops import reduce as _reduce
-from layerkit.ops.creation import axis_arg, int_arg
+from layerkit.primitives import broadcast as _bc
+from layerkit.primitives import reduce as _reduce
+from layerkit.primitives.creation import axis_arg, int_arg
 
 __all__ = ["reshape", "expand_dims", "squeeze", "transpose", "concat", "stack", "unstack",
            "split", "tile", "pad", "gather", "gather_nd", "broadcast_to", "slice", "reverse"]

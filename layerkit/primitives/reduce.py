@@ -28,9 +28,9 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops.creation import axis_arg, int_arg
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives.creation import axis_arg, int_arg
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
            "reduce_logsumexp", "reduce_variance", "reduce_std", "reduce_all", "reduce_any",

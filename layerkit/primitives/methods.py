@@ -3,7 +3,7 @@
 Operators: ``+ - * / // % ** @`` and their reflected forms, unary ``-``, ``+``,
 ``abs()``, comparisons ``< <= > >= == !=`` (elementwise, bool Tensors; hashing stays
 by identity), ``& | ^ ~`` on bool tensors (logical, as in TensorFlow), ``t[key]``
-(``layerkit.ops.array.getitem``) and iteration over axis 0.
+(``layerkit.primitives.array.getitem``) and iteration over axis 0.
 
 NumPy interop under a tape. A NumPy call on a Tensor never silently returns a plain
 array that has dropped off the gradient tape:
@@ -37,10 +37,10 @@ import numpy as np
 
 from layerkit._core.convert import to_array
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as A
-from layerkit.ops import elementwise as E
-from layerkit.ops import linalg as L
-from layerkit.ops import reduce as R
+from layerkit.primitives import array as A
+from layerkit.primitives import elementwise as E
+from layerkit.primitives import linalg as L
+from layerkit.primitives import reduce as R
 
 
 # ---- arithmetic and comparison operators ---------------------------------------------

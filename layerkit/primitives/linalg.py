@@ -14,12 +14,12 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import broadcast as _bc
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
-from layerkit.ops.creation import axis_arg, int_arg
+from layerkit.primitives import array as _array
+from layerkit.primitives import broadcast as _bc
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
+from layerkit.primitives.creation import axis_arg, int_arg
 
 __all__ = ["matmul", "tensordot", "einsum", "norm"]
 
