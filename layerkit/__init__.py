@@ -19,10 +19,19 @@ from layerkit.models import Input, Model, Sequential  # noqa: E402
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
+from layerkit import extend, linalg, math, ops  # noqa: E402
 from layerkit import onnx  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 
+from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+newaxis = None  # ``x[:, lk.newaxis]`` (TF's spelling of NumPy's None)
+
 _memory.tune_on_import()
+
+
+def __getattr__(name: str):
+    raise _missing_attribute("layerkit", name)
 
 __version__ = "0.1.0"

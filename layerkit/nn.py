@@ -6,6 +6,7 @@ cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / N
     >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
     array([[0.5, 0.5]], dtype=float32)
 """
+from layerkit._missing import missing_attribute  # noqa: E402
 from layerkit.primitives.conv import (
     avg_pool2d,
     conv2d,
@@ -48,8 +49,11 @@ from layerkit.primitives.nn import (
     softplus,
     sparse_softmax_cross_entropy_with_logits,
 )
+from layerkit.primitives.registry import NAMESPACES  # noqa: E402
 
 swish = silu  # Keras/TF alias
+# Ops published to tf.nn by their own modules (sigmoid, tanh, top_k, bias_add, ...).
+globals().update(NAMESPACES["nn"])
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "softplus", "silu", "swish",
@@ -59,5 +63,9 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
     "conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
     "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
-    "avg_pool3d", "max_pool", "avg_pool", "pool",
+    "avg_pool3d", "max_pool", "avg_pool", "pool", *sorted(NAMESPACES["nn"]),
 ]
+
+
+def __getattr__(name: str):
+    raise missing_attribute("layerkit.nn", name)

@@ -154,3 +154,9 @@ __all__ = [
     "Resizing", "CenterCrop", "RandomFlip", "RandomRotation", "RandomZoom",
     "RandomTranslation", "RandomContrast",
 ]
+
+
+def __getattr__(name: str):
+    from layerkit._missing import missing_attribute
+
+    raise missing_attribute("layerkit.layers", name)
