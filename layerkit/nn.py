@@ -6,7 +6,7 @@ cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / N
     >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
     array([[0.5, 0.5]], dtype=float32)
 """
-from layerkit._missing import missing_attribute  # noqa: E402
+from layerkit._missing import missing_attribute
 from layerkit.primitives.conv import (
     avg_pool2d,
     conv2d,
@@ -49,7 +49,7 @@ from layerkit.primitives.nn import (
     softplus,
     sparse_softmax_cross_entropy_with_logits,
 )
-from layerkit.primitives.registry import NAMESPACES  # noqa: E402
+from layerkit.primitives.registry import NAMESPACES
 
 swish = silu  # Keras/TF alias
 # Ops published to tf.nn by their own modules (sigmoid, tanh, top_k, bias_add, ...).

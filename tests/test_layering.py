@@ -49,6 +49,15 @@ def test_import_dag():
     assert not bad, "\n".join(bad)
 
 
+def test_nothing_inside_layerkit_imports_lk_ops():
+    # lk.ops is the user-facing Keras 3 namespace; op records live in layerkit.primitives.
+    bad = [f"{path.relative_to(ROOT)} imports {name}"
+           for path in ROOT.rglob("*.py") if path != ROOT / "__init__.py"
+           for name in _imports(path)
+           if name == "layerkit.ops" or name.startswith("layerkit.ops.")]
+    assert not bad, "\n".join(bad)
+
+
 def test_import_layerkit_does_not_import_pyarrow():
     import subprocess
     import sys

@@ -20,9 +20,7 @@ from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
 from layerkit.primitives import reduce as _reduce
 from layerkit.primitives.creation import axis_arg, int_arg
-
-__all__ = ["matmul", "tensordot", "einsum", "norm"]
-
+from layerkit.primitives.registry import export, top_level
 
 _new = object.__new__
 
@@ -94,6 +92,7 @@ def _matmul_error(a, b, transpose_a, transpose_b) -> ValueError:
     )
 
 
+@export("lk", "linalg")
 def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
     """Matrix product of the last two axes, batched (and broadcast) over leading axes.
 
@@ -249,6 +248,7 @@ def _norm_axes_list(axes, n: int, which: str) -> tuple:
     return tuple(out)
 
 
+@export("lk", "linalg")
 def tensordot(a, b, axes) -> Tensor:
     """Contract ``a`` and ``b`` over the given axes (TF/NumPy ``tensordot``).
 
@@ -371,6 +371,7 @@ def _normalize_equation(equation: str, ranks: tuple) -> str:
     return ",".join(new) + "->" + out
 
 
+@export("lk", "linalg")
 def einsum(equation: str, *inputs) -> Tensor:
     """Einstein summation (NumPy/TF ``einsum``), with ``...`` broadcasting.
 
@@ -441,6 +442,7 @@ def _is_inf(o) -> bool:
     return not isinstance(o, str) and float(o) == np.inf
 
 
+@export("lk", "linalg")
 def norm(tensor, ord="euclidean", axis=None, keepdims: bool = False) -> Tensor:
     """Vector or matrix norm (TF ``tf.norm``).
 
@@ -517,3 +519,5 @@ def norm(tensor, ord="euclidean", axis=None, keepdims: bool = False) -> Tensor:
     if keepdims:
         return out
     return _array.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+__all__ = top_level(__name__)

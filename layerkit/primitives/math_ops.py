@@ -188,7 +188,7 @@ def polyval(coeffs, x, name: str | None = None) -> Tensor:
     return out
 
 
-@export("", "math")
+@export("lk", "math")
 def add_n(inputs, name: str | None = None) -> Tensor:
     """Elementwise sum of a non-empty list of tensors of the same shape (TF ``add_n``).
 
@@ -207,7 +207,7 @@ def add_n(inputs, name: str | None = None) -> Tensor:
     return out
 
 
-@export("", "math")
+@export("lk", "math")
 def scalar_mul(scalar, x, name: str | None = None) -> Tensor:
     """``scalar * x`` for a scalar (TF ``scalar_mul``).
 
@@ -300,7 +300,7 @@ def confusion_matrix(labels, predictions, num_classes=None, weights=None, dtype=
 
 
 # ---- norms and clipping -----------------------------------------------------------------
-@export("")
+@export("lk")
 def clip_by_norm(t, clip_norm, axes=None, name: str | None = None) -> Tensor:
     """``t`` scaled so that its L2 norm over ``axes`` is at most ``clip_norm`` (TF).
 
@@ -323,7 +323,7 @@ def global_norm(t_list, name: str | None = None) -> Tensor:
     return _ew.sqrt(add_n([_ew.cast(p, parts[0].dtype) for p in parts]))
 
 
-@export("")
+@export("lk")
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: str | None = None):
     """Scale every tensor of ``t_list`` by ``clip_norm / max(global_norm, clip_norm)``.
 

@@ -1,6 +1,6 @@
 """Where each public op is published: one ``@export`` next to its definition.
 
-``@export("", "math")`` puts a function at the top level (``lk.name``) and in ``lk.math``;
+``@export("lk", "math")`` puts a function at the top level (``lk.name``) and in ``lk.math``;
 ``"math.is_nan"`` publishes it under another name there. Each primitives module derives
 its ``__all__`` (the top-level names) with :func:`top_level`, and ``lk.math`` /
 ``lk.linalg`` / ``lk.nn`` build themselves from :data:`NAMESPACES`, and NumPy's dispatch
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-#: namespace ("" is the top level) -> public name -> function.
-NAMESPACES: dict[str, dict[str, Callable]] = {"": {}, "math": {}, "linalg": {}, "nn": {}}
+#: namespace ("lk" is the top level) -> public name -> function.
+NAMESPACES: dict[str, dict[str, Callable]] = {"lk": {}, "math": {}, "linalg": {}, "nn": {}}
 #: NumPy ufunc or array function -> the op that serves it on Tensors (``np.arcsin(t)``);
 #: read by ``Tensor.__array_ufunc__`` / ``__array_function__`` (primitives/methods.py).
 NUMPY: dict[Callable, Callable] = {}
@@ -49,10 +49,10 @@ def publish(fn: Callable, *paths: str) -> None:
             raise ValueError(f"export: unknown namespace {ns!r} in {path!r}; "
                              f"expected one of {sorted(NAMESPACES)}")
         if table.get(name, fn) is not fn:
-            raise ValueError(f"export: {'.'.join(['lk', ns] if ns else ['lk'])}.{name} is already "
+            raise ValueError(f"export: {'lk' if ns == 'lk' else 'lk.' + ns}.{name} is already "
                              f"{table[name].__module__}.{table[name].__name__}")
         table[name] = fn
-        if ns == "":
+        if ns == "lk":
             _MODULES.setdefault(fn.__module__, []).append(name)
 
 

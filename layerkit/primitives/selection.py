@@ -30,7 +30,7 @@ def _int_type(out_type, op: str) -> np.dtype:
     return dt
 
 
-@export("")
+@export("lk")
 def shape(input, out_type="int32", name: str | None = None) -> Tensor:
     """The shape of ``input`` as a 1-D int32 tensor (TF ``tf.shape``).
 
@@ -41,13 +41,13 @@ def shape(input, out_type="int32", name: str | None = None) -> Tensor:
     return wrap(np.array(convert_to_tensor(input).shape, _int_type(out_type, "shape")))
 
 
-@export("")
+@export("lk")
 def size(input, out_type="int32", name: str | None = None) -> Tensor:
     """The number of elements of ``input`` as an int32 scalar tensor (TF ``tf.size``)."""
     return wrap(np.array(convert_to_tensor(input).size, _int_type(out_type, "size")))
 
 
-@export("")
+@export("lk")
 def rank(input, name: str | None = None) -> Tensor:
     """The number of axes of ``input`` as an int32 scalar tensor (TF ``tf.rank``)."""
     return wrap(np.array(convert_to_tensor(input).ndim, np.int32))
@@ -56,7 +56,7 @@ def rank(input, name: str | None = None) -> Tensor:
 _IDENTITY = Op("identity", lambda x: x, lambda g, ins, y, needs: (g,), "{0}")
 
 
-@export("")
+@export("lk")
 def identity(input, name: str | None = None) -> Tensor:
     """A tensor with the value of ``input`` (a Variable's current value is copied);
     its gradient passes through unchanged."""
@@ -64,7 +64,7 @@ def identity(input, name: str | None = None) -> Tensor:
 
 
 # ---- masks and scatters --------------------------------------------------------------
-@export("")
+@export("lk")
 def boolean_mask(tensor, mask, axis: int = 0, name: str | None = None) -> Tensor:
     """The entries of ``tensor`` where the k-D bool ``mask`` is True (TF semantics: the
     mask covers axes ``axis .. axis+k-1``, which collapse into one). Differentiable.
@@ -99,7 +99,7 @@ def _nd_args(indices, updates, shape: tuple, op: str) -> tuple[Tensor, Tensor]:
     return idx, upd
 
 
-@export("")
+@export("lk")
 def scatter_nd(indices, updates, shape, name: str | None = None) -> Tensor:
     """Zeros of ``shape`` with ``updates`` added at ``indices`` (repeated indices sum),
     TF ``tf.scatter_nd``; the adjoint of ``gather_nd``, differentiable in ``updates``.
@@ -113,7 +113,7 @@ def scatter_nd(indices, updates, shape, name: str | None = None) -> Tensor:
     return apply(_array._GATHER_ND_GRAD, upd, idx, shape=shp, batch_dims=0)
 
 
-@export("")
+@export("lk")
 def tensor_scatter_nd_add(tensor, indices, updates, name: str | None = None) -> Tensor:
     """``tensor`` with ``updates`` added at ``indices`` (TF); differentiable in both."""
     t = convert_to_tensor(tensor)
@@ -138,7 +138,7 @@ def _update_vjp(g, ins, y, needs, ):
 _SCATTER_UPDATE = Op("tensor_scatter_nd_update", _update_fwd, _update_vjp)
 
 
-@export("")
+@export("lk")
 def tensor_scatter_nd_update(tensor, indices, updates, name: str | None = None) -> Tensor:
     """``tensor`` with the entries at ``indices`` replaced by ``updates`` (TF).
 
@@ -162,7 +162,7 @@ def _roll_vjp(g, ins, y, needs, shift, axis):
 _ROLL = Op("roll", lambda x, shift, axis: np.roll(x, shift, axis), _roll_vjp)
 
 
-@export("")
+@export("lk")
 def roll(input, shift, axis, name: str | None = None) -> Tensor:
     """Elements shifted cyclically by ``shift`` along ``axis`` (ints or matching lists).
 
@@ -179,7 +179,7 @@ def roll(input, shift, axis, name: str | None = None) -> Tensor:
                  axis=tuple(axis_arg(a, x.ndim, "roll") for a in axes))
 
 
-@export("", numpy=np.repeat)
+@export("lk", numpy=np.repeat)
 def repeat(input, repeats, axis=None, name: str | None = None) -> Tensor:
     """Each element (or slice along ``axis``) repeated ``repeats`` times (TF/NumPy
     ``repeat``; ``axis=None`` flattens first). Differentiable (a gather).
@@ -203,7 +203,7 @@ def repeat(input, repeats, axis=None, name: str | None = None) -> Tensor:
     return _array.gather(x, positions, axis=a)
 
 
-@export("")
+@export("lk")
 def meshgrid(*args, indexing: str = "xy", name: str | None = None) -> list:
     """Coordinate grids from 1-D tensors (TF/NumPy ``meshgrid``; ``'xy'`` swaps the
     first two output axes, ``'ij'`` does not). Differentiable.
@@ -227,7 +227,7 @@ def meshgrid(*args, indexing: str = "xy", name: str | None = None) -> list:
     return out
 
 
-@export("")
+@export("lk")
 def sequence_mask(lengths, maxlen=None, dtype="bool", name: str | None = None) -> Tensor:
     """``mask[..., j] = j < lengths[...]`` with a new last axis of size ``maxlen``
     (default: the largest length), as TF ``tf.sequence_mask``.

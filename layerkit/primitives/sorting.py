@@ -59,7 +59,7 @@ def _sortable(values, op: str) -> Tensor:
     return x
 
 
-@export("", "math")
+@export("lk", "math")
 def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False,
             name: str | None = None) -> Tensor:
     """Indices (int32) that sort ``values`` along ``axis`` (TF ``tf.argsort``).
@@ -76,7 +76,7 @@ def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool =
     return apply(_ARGSORT, x, axis=a, descending=_direction(direction, "argsort"))
 
 
-@export("", "math")
+@export("lk", "math")
 def sort(values, axis: int = -1, direction: str = "ASCENDING", name: str | None = None) -> Tensor:
     """``values`` sorted along ``axis`` (TF ``tf.sort``); differentiable (the gradient of
     each output element goes to the input element it came from).
@@ -176,7 +176,7 @@ def _unique_fwd(x, dtype):
 _UNIQUE = Op("unique", _unique_fwd, num_outputs=2)
 
 
-@export("")
+@export("lk")
 def unique(x, out_idx="int32", name: str | None = None) -> Unique:
     """Distinct values of a 1-D ``x`` in order of first occurrence, and for each element
     of ``x`` the index of its value (TF ``tf.unique``). Not differentiable.
@@ -211,7 +211,7 @@ def _searchsorted_fwd(seq, values, side, dtype):
 _SEARCHSORTED = Op("searchsorted", _searchsorted_fwd)
 
 
-@export("")
+@export("lk")
 def searchsorted(sorted_sequence, values, side: str = "left", out_type="int32",
                  name: str | None = None) -> Tensor:
     """Insertion indices of ``values`` into ``sorted_sequence`` along the last axis
