@@ -20,6 +20,7 @@ from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
 from layerkit.primitives import reduce as _reduce
 from layerkit.primitives.creation import int_arg
 from layerkit.primitives.linalg import _SVD, matmul
@@ -358,6 +359,64 @@ def cross(a, b, name: str | None = None) -> Tensor:
         raise ValueError(f"cross: expected two tensors of one shape (..., 3), received "
                          f"{x.shape} and {y.shape}")
     return apply(_CROSS, x, y)
+
+
+@export("linalg")
+def set_diag(input, diagonal, name: str | None = None, k: int = 0) -> Tensor:
+    """``input`` with its main diagonal replaced by ``diagonal`` (square matrices;
+    ``k=0`` only)."""
+    x = _matrices(input, "set_diag")
+    if k != 0:
+        raise ValueError(f"set_diag: only the main diagonal (k=0) is supported, received k={k}")
+    return _add(_sub(x, diag(diag_part(x))), diag(diagonal))
+
+
+@export("linalg")
+def normalize(tensor, ord="euclidean", axis=None, name: str | None = None):
+    """``(tensor / norm, norm)`` with ``norm = lk.norm(tensor, ord, axis, keepdims=True)``
+    (TF ``tf.linalg.normalize``)."""
+    n = _linalg.norm(tensor, ord=ord, axis=axis, keepdims=True)
+    return _ew.divide(tensor, n), n
+
+
+@export("linalg")
+def pinv(a, rcond=None, name: str | None = None) -> Tensor:
+    """Moore-Penrose pseudo-inverse through the SVD; singular values below
+    ``rcond * max(s)`` (default ``10 * max(M, N) * eps``) count as zero, as in TF.
+    Differentiable where the singular values are distinct."""
+    x = _matrices(a, "pinv", square=False)
+    if rcond is None:
+        rcond = 10.0 * max(x.shape[-2:]) * float(np.finfo(x.dtype).eps)
+    s, u, v = apply(_SVD, x)
+    cutoff = _mul(rcond, _reduce.reduce_max(s, -1, keepdims=True))
+    keep = _ew.greater(s, cutoff)
+    inv_s = _ew.where(keep, _ew.divide(1.0, _ew.where(keep, s, 1.0)), 0.0)
+    return matmul(_mul(v, _array.expand_dims(inv_s, -2)), u, transpose_b=True)
+
+
+@export("linalg")
+def lstsq(matrix, rhs, l2_regularizer=0.0, fast: bool = True, name: str | None = None) -> Tensor:
+    """Least-squares ``X`` minimising ``|matrix X - rhs|^2 + l2 |X|^2`` (the normal
+    equations, as TF's ``fast=True`` path); differentiable."""
+    a, b = _matrices(matrix, "lstsq", square=False), _matrices(rhs, "lstsq", square=False)
+    if a.shape[-2] != b.shape[-2]:
+        raise ValueError(f"lstsq: matrix {a.shape} and rhs {b.shape} need equal row counts")
+    n = a.shape[-1]
+    gram = matmul(a, a, transpose_a=True)
+    if l2_regularizer:
+        gram = _add(gram, _mul(l2_regularizer, wrap(np.eye(n, dtype=a.dtype))))
+    return solve(gram, matmul(a, b, transpose_a=True))
+
+
+@export("linalg")
+def matrix_rank(a, tol=None, validate_args: bool = False, name: str | None = None) -> Tensor:
+    """Number of singular values above ``tol`` (default ``max(s) * max(M, N) * eps``)."""
+    x = _matrices(a, "matrix_rank", square=False)
+    s = svd(x, compute_uv=False)
+    if tol is None:
+        tol = _mul(_reduce.reduce_max(s, -1, keepdims=True),
+                   max(x.shape[-2:]) * float(np.finfo(x.dtype).eps))
+    return _reduce.reduce_sum(_ew.cast(_ew.greater(s, tol), "int32"), -1)
 
 
 __all__ = top_level(__name__)

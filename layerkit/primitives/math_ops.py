@@ -21,9 +21,10 @@ from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
 from layerkit.primitives import reduce as _reduce
 from layerkit.primitives.creation import int_arg
-from layerkit.primitives.registry import export, top_level
+from layerkit.primitives.registry import export, publish, top_level
 
 _ew_add, _mul, _div, _sub = _ew.add, _ew.multiply, _ew.divide, _ew.subtract
+publish(_ew.divide, "lk.truediv", "lk.realdiv", "math.realdiv")
 
 # ---- records: elementwise functions with gradients ------------------------------------
 _RECIPROCAL = _ew.unary("reciprocal", np.reciprocal,
@@ -205,6 +206,12 @@ def add_n(inputs, name: str | None = None) -> Tensor:
     for t in inputs[1:]:
         out = _ew_add(out, t)
     return out
+
+
+@export("math")
+def accumulate_n(inputs, shape=None, tensor_dtype=None, name: str | None = None) -> Tensor:
+    """The same as ``add_n`` (TF's deprecated alias)."""
+    return add_n(inputs)
 
 
 @export("lk", "math")

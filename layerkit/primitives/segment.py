@@ -9,7 +9,10 @@ gradient among tied extrema, prod is exact at zeros to first order, as TF's rule
 ``segment_ids`` may have any shape that is a prefix of ``data``'s shape. Empty segments
 give 0 (sum, mean, sqrt_n, and the sorted ``segment_max``/``segment_min``), 1 (prod), and
 the dtype's lowest/highest value for ``unsorted_segment_max``/``min``, as in TensorFlow.
-Ids out of range raise (TF drops negative ids of the unsorted ops instead).
+Ids out of range raise (TF drops negative ids of the unsorted ops instead). The sorted
+``segment_*`` ops read the ids to count the segments, so inside ``lk.function`` (where
+that count would be baked into the graph) they raise; use ``unsorted_segment_*`` with an
+explicit ``num_segments`` there.
 """
 from __future__ import annotations
 

@@ -244,4 +244,67 @@ def sequence_mask(lengths, maxlen=None, dtype="bool", name: str | None = None) -
     return mask if as_dtype(dtype) == np.bool_ else _ew.cast(mask, dtype)
 
 
+# ---- small TF helpers --------------------------------------------------------------------
+@export("lk")
+def is_tensor(x) -> bool:
+    """Whether ``x`` is a layerkit Tensor (or Variable), as TF ``tf.is_tensor``."""
+    return isinstance(x, Tensor)
+
+
+@export("lk")
+def ensure_shape(x, shape, name: str | None = None) -> Tensor:
+    """``x`` unchanged if its shape matches ``shape`` (None entries match any size).
+
+    Raises:
+        ValueError: the shapes differ (names both), as TF's check fails.
+    """
+    t = convert_to_tensor(x)
+    want = None if shape is None else [None if d is None or d == -1 else int(d) for d in shape]
+    if want is not None and (len(want) != t.ndim or any(
+            w is not None and w != d for w, d in zip(want, t.shape))):
+        raise ValueError(f"ensure_shape: expected shape {tuple(want)}, received {t.shape}")
+    return t
+
+
+@export("lk")
+def get_static_value(tensor, partial: bool = False):
+    """The NumPy value of ``tensor`` (eager tensors always have one), or the value itself
+    for non-tensors, as TF ``tf.get_static_value``."""
+    return tensor.numpy() if isinstance(tensor, Tensor) else np.asarray(tensor)
+
+
+@export("lk")
+def broadcast_static_shape(shape_x, shape_y) -> tuple:
+    """The broadcast of two shapes (NumPy rules), as a tuple.
+
+    Raises:
+        ValueError: the shapes do not broadcast (names both).
+    """
+    try:
+        return np.broadcast_shapes(tuple(shape_x), tuple(shape_y))
+    except ValueError:
+        raise ValueError(f"broadcast_static_shape: shapes {tuple(shape_x)} and "
+                         f"{tuple(shape_y)} do not broadcast") from None
+
+
+@export("lk")
+def broadcast_dynamic_shape(shape_x, shape_y) -> Tensor:
+    """The broadcast of two 1-D shape tensors, as an int32 tensor (TF)."""
+    sx = [int(d) for d in np.asarray(convert_to_tensor(shape_x).numpy()).reshape(-1)]
+    sy = [int(d) for d in np.asarray(convert_to_tensor(shape_y).numpy()).reshape(-1)]
+    return wrap(np.array(broadcast_static_shape(sx, sy), np.int32))
+
+
+@export("lk")
+def unravel_index(indices, dims, name: str | None = None) -> Tensor:
+    """Flat indices into coordinates of an array of shape ``dims``: shape
+    ``(len(dims),) + indices.shape`` (TF ``tf.unravel_index``)."""
+    idx = convert_to_tensor(indices)
+    shp = tuple(int(d) for d in np.asarray(convert_to_tensor(dims).numpy()).reshape(-1))
+    return apply(_UNRAVEL, idx, dims=shp)
+
+
+_UNRAVEL = Op("unravel_index", lambda i, dims: np.stack(np.unravel_index(i, dims)).astype(i.dtype))
+
+
 __all__ = top_level(__name__)

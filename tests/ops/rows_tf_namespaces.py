@@ -141,6 +141,10 @@ ROWS = [
     _row("matvec", lk.linalg.matvec, _n(3, 2), _n(2)),
     _row("triangular_solve", lambda a, b: lk.linalg.triangular_solve(a, b, lower=False),
          _well(3), _n(3, 1)),
+    _row("pinv", lk.linalg.pinv, _n(4, 3)),
+    _row("lstsq", lambda a, b: lk.linalg.lstsq(a, b, l2_regularizer=0.1), _n(4, 3), _n(4, 2)),
+    _row("set_diag", lk.linalg.set_diag, _n(3, 3), _n(3)),
+    _row("normalize", lambda x: list(lk.linalg.normalize(x, axis=1)), _n(2, 3)),
     _row("cholesky_solve", lambda a, b: lk.linalg.cholesky_solve(a, b),
          np.linalg.cholesky(_spd(3)), _n(3, 2)),
 ]

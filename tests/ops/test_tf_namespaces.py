@@ -270,6 +270,34 @@ def test_linalg_against_numpy():
     assert la.matmul is lk.matmul and la.norm is lk.norm
 
 
+def test_more_linalg_and_small_tf_helpers():
+    la = lk.linalg
+    a = _rng.standard_normal((4, 3))
+    _close(la.pinv(a), np.linalg.pinv(a), rtol=1e-6)
+    b = _rng.standard_normal((4, 2))
+    _close(la.lstsq(a, b), np.linalg.lstsq(a, b, rcond=None)[0], rtol=1e-6)
+    _close(la.lstsq(a, b, l2_regularizer=0.5),
+           np.linalg.solve(a.T @ a + 0.5 * np.eye(3), a.T @ b), rtol=1e-6)
+    assert int(la.matrix_rank(a)) == 3 and int(la.matrix_rank(np.outer(a[:, 0], a[0]))) == 1
+    m = _rng.standard_normal((3, 3))
+    want = m.copy()
+    np.fill_diagonal(want, [1.0, 2.0, 3.0])
+    _close(la.set_diag(m, [1.0, 2.0, 3.0]), want)
+    unit, n = la.normalize(a, axis=1)
+    _close(n, np.linalg.norm(a, axis=1, keepdims=True))
+    _close(unit, a / np.linalg.norm(a, axis=1, keepdims=True))
+    assert lk.is_tensor(lk.constant(1.0)) and not lk.is_tensor(np.ones(2))
+    assert lk.ensure_shape(lk.zeros((2, 3)), [None, 3]).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"ensure_shape: expected shape \(None, 4\)"):
+        lk.ensure_shape(lk.zeros((2, 3)), [None, 4])
+    np.testing.assert_array_equal(lk.get_static_value(lk.constant([1, 2])), [1, 2])
+    assert lk.broadcast_static_shape((2, 1), (3,)) == (2, 3)
+    np.testing.assert_array_equal(lk.broadcast_dynamic_shape([2, 1], [3]).numpy(), [2, 3])
+    np.testing.assert_array_equal(lk.unravel_index([5, 7], [3, 4]).numpy(),
+                                  np.stack(np.unravel_index([5, 7], (3, 4))))
+    assert lk.truediv is lk.divide and lk.math.accumulate_n([X, X]).shape == X.shape
+
+
 def test_linalg_errors():
     with pytest.raises(ValueError, match="inv: .*not invertible"):
         lk.linalg.inv(np.zeros((2, 2)))
