@@ -8,21 +8,27 @@ Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn`
 ``lk.random``, autodiff (``GradientTape``, ``gradients_function``, ...), layers and models.
 """
 from layerkit._core import memory as _memory
+from layerkit._core.context import executing_eagerly
 from layerkit._core.convert import constant, convert_to_tensor
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.primitives import *  # noqa: F403
 from layerkit.autodiff import *  # noqa: F403
 from layerkit import data, initializers, layers, nn, random, regularizers  # noqa: E402
-from layerkit import callbacks, losses, metrics, models, optimizers  # noqa: E402
+from layerkit import callbacks, losses, metrics, models, optimizers, utils  # noqa: E402
+from layerkit import constraints, saving  # noqa: E402
 from layerkit.models import Input, Model, Sequential  # noqa: E402
+
+layers.Input = Input  # keras.layers.Input (defined with the functional API it starts)
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
 from layerkit import extend, linalg, math, ops  # noqa: E402
 from layerkit import onnx  # noqa: E402
+from layerkit import distribute  # noqa: E402
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
+from layerkit import keras, train  # noqa: E402
 
 from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402
 
@@ -31,7 +37,8 @@ newaxis = None  # ``x[:, lk.newaxis]`` (TF's spelling of NumPy's None)
 _memory.tune_on_import()
 
 
+__version__ = "0.1.0"
+
+
 def __getattr__(name: str):
     raise _missing_attribute("layerkit", name)
-
-__version__ = "0.1.0"

@@ -14,10 +14,11 @@ _REQUIRED = ("numpy", "numexpr", "pyarrow")
 # distribution -> the layerkit extra that installs it
 _OPTIONAL = {"h5py": "h5", "safetensors": "safetensors", "tensorboard": "tensorboard",
              "onnx": "onnx", "onnxruntime": "test", "matplotlib": "examples",
-             "scikit-learn": "examples", "psutil": "bench"}
+             "scikit-learn": "examples", "psutil": "bench", "mpi4py": "mpi", "mpich": "mpi",
+             "pillow": "images"}
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-                "NUMEXPR_MAX_THREADS", "LAYERKIT_MALLOC_TUNING")
+                "NUMEXPR_MAX_THREADS", "LAYERKIT_MALLOC_TUNING", "LAYERKIT_DISTRIBUTE_TIMEOUT")
 
 
 def _version(dist: str) -> str | None:

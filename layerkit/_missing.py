@@ -20,8 +20,6 @@ _SEARCH = ("layerkit", "layerkit.math", "layerkit.nn", "layerkit.linalg", "layer
 
 # TensorFlow names layerkit does not have, by a decision worth stating.
 _UNSUPPORTED = {
-    "keras": "layerkit is Keras itself: tf.keras.X is lk.X (lk.layers, lk.models, "
-             "lk.optimizers, lk.losses, ...)",
     "RaggedTensor": "ragged tensors are not supported; pad to a dense tensor",
     "ragged": "ragged tensors are not supported; pad to a dense tensor",
     "SparseTensor": "sparse tensors are not supported; use a dense tensor",

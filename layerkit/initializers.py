@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from layerkit._core.convert import FLOATX, as_dtype, to_array
+from layerkit._core.serialization import init_kwargs
 from layerkit.primitives import random as _random
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
@@ -24,7 +25,8 @@ __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUn
            "HeUniform", "LecunNormal", "LecunUniform", "Orthogonal", "Identity",
            "zeros", "ones", "constant", "random_normal", "random_uniform", "truncated_normal",
            "variance_scaling", "glorot_uniform", "glorot_normal", "he_normal", "he_uniform",
-           "lecun_normal", "lecun_uniform", "orthogonal", "identity", "get", "serialize"]
+           "lecun_normal", "lecun_uniform", "orthogonal", "identity", "get", "serialize",
+           "deserialize"]
 
 
 class Initializer:
@@ -38,7 +40,8 @@ class Initializer:
 
     @classmethod
     def from_config(cls, config: dict) -> Initializer:
-        return cls(**config)
+        """An initializer from :meth:`get_config` output (Keras 3's configs too)."""
+        return cls(**init_kwargs(cls, config))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items())
@@ -311,10 +314,7 @@ def get(identifier):
                              f"{sorted(k for k in _BY_NAME if k.islower())}")
         return cls()
     if isinstance(identifier, dict):
-        cls = _BY_NAME.get(identifier.get("class_name"))
-        if cls is None:
-            raise ValueError(f"unknown initializer config {identifier!r}")
-        return cls.from_config(identifier.get("config", {}))
+        return deserialize(identifier)
     if isinstance(identifier, type) and issubclass(identifier, Initializer):
         return identifier()
     if callable(identifier):
@@ -323,10 +323,25 @@ def get(identifier):
 
 
 def serialize(initializer) -> dict | str | None:
-    """A JSON-able description that :func:`get` turns back into the initializer."""
+    """Keras's config of an initializer (None and names stay as they are).
+
+    Raises:
+        TypeError: a callable that is neither an Initializer nor a function.
+    """
     if initializer is None or isinstance(initializer, str):
         return initializer
-    if isinstance(initializer, Initializer):
-        return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
-    raise ValueError(f"cannot serialize the custom initializer {initializer!r}; use an "
-                     f"Initializer subclass")
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(initializer)
+
+
+def deserialize(config, custom_objects: dict | None = None):
+    """An initializer from :func:`serialize` output or Keras's (see ``lk.saving``).
+
+    Raises:
+        ValueError: an unknown class name.
+    """
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    obj = deserialize_keras_object(config, custom_objects, kind="initializers")
+    return get(obj) if isinstance(obj, str) else obj

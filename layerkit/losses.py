@@ -29,7 +29,7 @@ import numpy as np
 
 from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.op import Op, apply, wrap
-from layerkit._core.serialization import class_for, serialize_object
+from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
@@ -452,14 +452,21 @@ class Loss:
 
     @classmethod
     def from_config(cls, config: dict) -> Loss:
-        return cls(**config)
+        """A loss from :meth:`get_config` output (Keras 3's configs too)."""
+        return cls(**init_kwargs(cls, config))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r}>"
 
 
 class LossFunctionWrapper(Loss):
-    """A Loss from a function ``fn(y_true, y_pred, **kwargs)`` returning per-sample values."""
+    """A Loss from a function ``fn(y_true, y_pred, **kwargs)`` returning per-sample values.
+
+    Args:
+        fn: the per-sample loss function.
+        reduction, name, dtype: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        **kwargs: passed to ``fn`` on every call.
+    """
 
     def __init__(self, fn, reduction="sum_over_batch_size", name: str | None = None,
                  dtype=None, **kwargs) -> None:
@@ -472,59 +479,94 @@ class LossFunctionWrapper(Loss):
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), **self._fn_kwargs}
+        from layerkit.saving.serialization_lib import serialize_keras_object
+
+        return {**super().get_config(), "fn": serialize_keras_object(self.fn),
+                **self._fn_kwargs}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        """A wrapper from :meth:`get_config` output (``fn`` is found by name)."""
+        from layerkit.saving.serialization_lib import deserialize_keras_object
+
+        config = dict(config)
+        if "fn" in config:
+            config["fn"] = deserialize_keras_object(config["fn"], kind="losses")
+        return cls(**init_kwargs(cls, config))
 
 
-def _wrapper_class(cls_name: str, fn, default_name: str, doc: str, params: tuple = ()):
-    """Define a LossFunctionWrapper subclass whose __init__ takes ``params`` (name, default)."""
+class _BuiltinLoss(LossFunctionWrapper):
+    """A built-in loss: the config holds its own arguments (no ``fn``), as in Keras."""
 
-    def __init__(self, *args, reduction="sum_over_batch_size", name=default_name, dtype=None,
-                 **kwargs):
-        names = [p for p, _ in params]
-        if len(args) > len(names):
-            raise TypeError(f"{cls_name}() takes at most {len(names)} positional arguments")
-        values = dict(params)
-        values.update(zip(names, args))
-        for k in list(kwargs):
-            if k not in values:
-                raise TypeError(f"{cls_name}() got an unexpected keyword argument {k!r}")
-            values[k] = kwargs.pop(k)
-        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name, dtype=dtype,
-                                     **values)
-        for k, v in values.items():
-            setattr(self, k, v)
+    def get_config(self) -> dict:
+        return {**Loss.get_config(self), **self._fn_kwargs}
 
-    return type(cls_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc,
-                                                   "__module__": __name__})
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        return cls(**init_kwargs(cls, config))
 
 
-MeanSquaredError = _wrapper_class(
-    "MeanSquaredError", mean_squared_error, "mean_squared_error",
+class MeanSquaredError(_BuiltinLoss):
     """Mean of squared errors over the last axis, reduced over the batch.
 
     Example:
         >>> round(float(MeanSquaredError()([[0., 1.], [0., 0.]], [[1., 1.], [1., 0.]])), 4)
         0.5
-    """)
-MeanAbsoluteError = _wrapper_class(
-    "MeanAbsoluteError", mean_absolute_error, "mean_absolute_error",
-    "Mean of absolute errors over the last axis, reduced over the batch.")
-MeanAbsolutePercentageError = _wrapper_class(
-    "MeanAbsolutePercentageError", mean_absolute_percentage_error,
-    "mean_absolute_percentage_error", "Mean absolute percentage error.")
-MeanSquaredLogarithmicError = _wrapper_class(
-    "MeanSquaredLogarithmicError", mean_squared_logarithmic_error,
-    "mean_squared_logarithmic_error", "Mean squared logarithmic error.")
-Huber = _wrapper_class(
-    "Huber", huber, "huber_loss",
+    """
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "mean_squared_error",
+                 dtype=None) -> None:
+        super().__init__(mean_squared_error, reduction=reduction, name=name, dtype=dtype)
+
+
+class MeanAbsoluteError(_BuiltinLoss):
+    """Mean of absolute errors over the last axis, reduced over the batch."""
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "mean_absolute_error",
+                 dtype=None) -> None:
+        super().__init__(mean_absolute_error, reduction=reduction, name=name, dtype=dtype)
+
+
+class MeanAbsolutePercentageError(_BuiltinLoss):
+    """Mean absolute percentage error."""
+
+    def __init__(self, reduction="sum_over_batch_size",
+                 name: str = "mean_absolute_percentage_error", dtype=None) -> None:
+        super().__init__(mean_absolute_percentage_error, reduction=reduction, name=name,
+                         dtype=dtype)
+
+
+class MeanSquaredLogarithmicError(_BuiltinLoss):
+    """Mean squared logarithmic error."""
+
+    def __init__(self, reduction="sum_over_batch_size",
+                 name: str = "mean_squared_logarithmic_error", dtype=None) -> None:
+        super().__init__(mean_squared_logarithmic_error, reduction=reduction, name=name,
+                         dtype=dtype)
+
+
+class Huber(_BuiltinLoss):
     """Huber loss: ``0.5 * e**2`` for ``|e| <= delta``, ``delta * (|e| - 0.5 * delta)`` beyond.
 
     Args:
         delta: the switch point (default 1.0).
-    """, params=(("delta", 1.0),))
-LogCosh = _wrapper_class("LogCosh", log_cosh, "log_cosh", "Mean of log(cosh(error)).")
-BinaryCrossentropy = _wrapper_class(
-    "BinaryCrossentropy", binary_crossentropy, "binary_crossentropy",
+    """
+
+    def __init__(self, delta: float = 1.0, reduction="sum_over_batch_size",
+                 name: str = "huber_loss", dtype=None) -> None:
+        super().__init__(huber, reduction=reduction, name=name, dtype=dtype, delta=delta)
+        self.delta = delta
+
+
+class LogCosh(_BuiltinLoss):
+    """Mean of log(cosh(error))."""
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "log_cosh",
+                 dtype=None) -> None:
+        super().__init__(log_cosh, reduction=reduction, name=name, dtype=dtype)
+
+
+class BinaryCrossentropy(_BuiltinLoss):
     """Binary cross-entropy for labels in {0, 1} (or soft labels).
 
     Args:
@@ -536,9 +578,17 @@ BinaryCrossentropy = _wrapper_class(
         >>> bce = BinaryCrossentropy(from_logits=True)
         >>> round(float(bce([[0, 1], [0, 0]], [[-18.6, 0.51], [2.94, -12.8]])), 4)
         0.8655
-    """, params=(("from_logits", False), ("label_smoothing", 0.0), ("axis", -1)))
-CategoricalCrossentropy = _wrapper_class(
-    "CategoricalCrossentropy", categorical_crossentropy, "categorical_crossentropy",
+    """
+
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction="sum_over_batch_size", name: str = "binary_crossentropy",
+                 dtype=None) -> None:
+        super().__init__(binary_crossentropy, reduction=reduction, name=name, dtype=dtype,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits, self.label_smoothing, self.axis = from_logits, label_smoothing, axis
+
+
+class CategoricalCrossentropy(_BuiltinLoss):
     """Cross-entropy for one-hot (or soft) labels.
 
     Args:
@@ -550,10 +600,17 @@ CategoricalCrossentropy = _wrapper_class(
         >>> round(float(CategoricalCrossentropy()([[0, 1, 0], [0, 0, 1]],
         ...                                       [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769
-    """, params=(("from_logits", False), ("label_smoothing", 0.0), ("axis", -1)))
-SparseCategoricalCrossentropy = _wrapper_class(
-    "SparseCategoricalCrossentropy", sparse_categorical_crossentropy,
-    "sparse_categorical_crossentropy",
+    """
+
+    def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
+                 reduction="sum_over_batch_size", name: str = "categorical_crossentropy",
+                 dtype=None) -> None:
+        super().__init__(categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
+                         from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
+        self.from_logits, self.label_smoothing, self.axis = from_logits, label_smoothing, axis
+
+
+class SparseCategoricalCrossentropy(_BuiltinLoss):
     """Cross-entropy for integer labels.
 
     Args:
@@ -569,44 +626,76 @@ SparseCategoricalCrossentropy = _wrapper_class(
         >>> round(float(SparseCategoricalCrossentropy()([1, 2],
         ...                                             [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769
-    """, params=(("from_logits", False), ("ignore_class", None), ("axis", -1)))
+    """
+
+    def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
+                 reduction="sum_over_batch_size", axis: int = -1,
+                 name: str = "sparse_categorical_crossentropy", dtype=None) -> None:
+        super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
+                         dtype=dtype, from_logits=from_logits, ignore_class=ignore_class,
+                         axis=axis)
+        self.from_logits, self.ignore_class, self.axis = from_logits, ignore_class, axis
+
+    def get_config(self) -> dict:  # Keras's (axis is always -1)
+        return {**Loss.get_config(self), "from_logits": self.from_logits,
+                "ignore_class": self.ignore_class}
+
+    def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
+        """The reduced loss; with ``ignore_class`` the ignored samples are masked out as in
+        Keras: the mean reductions divide by the number of kept samples, not of all."""
+        ignore = self.ignore_class
+        if ignore is None or self.reduction in ("sum", "none"):
+            return Loss.__call__(self, y_true, y_pred, sample_weight)
+        values = self.call(y_true, y_pred)
+        labels = _tensor(y_true)
+        if labels.ndim == values.ndim + 1 and labels.shape[-1] == 1:
+            labels = _array.squeeze(labels, -1)
+        keep = _ew.not_equal(labels, ignore)
+        mask = _mask_of(y_pred)
+        if mask is not None:  # Keras: the y_pred mask and the ignored labels, combined
+            return reduce_weighted_values(values, apply_mask(
+                sample_weight, _ew.logical_and(keep, mask), values.dtype, self.reduction),
+                self.reduction)
+        keep = _ew.cast(keep, values.dtype)
+        if self.reduction == "mean_with_sample_weight":
+            if sample_weight is not None:
+                sw, keep = _same_rank(_ew.cast(_tensor(sample_weight), values.dtype), keep)
+                keep = _ew.multiply(keep, sw)
+            return reduce_weighted_values(values, keep, self.reduction)
+        total = reduce_weighted_values(values, sample_weight, "sum")
+        return _ew.divide(total, _ew.add(_reduce.reduce_sum(keep), 1e-7))  # Keras's epsilon
 
 
-def _scce_call(self, y_true, y_pred, sample_weight=None) -> Tensor:
-    """The reduced loss; with ``ignore_class`` the ignored samples are masked out as in
-    Keras: the mean reductions divide by the number of kept samples, not of all."""
-    ignore = self._fn_kwargs.get("ignore_class")
-    if ignore is None or self.reduction in ("sum", "none"):
-        return Loss.__call__(self, y_true, y_pred, sample_weight)
-    values = self.call(y_true, y_pred)
-    labels = _tensor(y_true)
-    if labels.ndim == values.ndim + 1 and labels.shape[-1] == 1:
-        labels = _array.squeeze(labels, -1)
-    keep = _ew.not_equal(labels, ignore)
-    mask = _mask_of(y_pred)
-    if mask is not None:  # Keras: the y_pred mask and the ignored labels, combined
-        return reduce_weighted_values(values, apply_mask(
-            sample_weight, _ew.logical_and(keep, mask), values.dtype, self.reduction),
-            self.reduction)
-    keep = _ew.cast(keep, values.dtype)
-    if self.reduction == "mean_with_sample_weight":
-        if sample_weight is not None:
-            sw, keep = _same_rank(_ew.cast(_tensor(sample_weight), values.dtype), keep)
-            keep = _ew.multiply(keep, sw)
-        return reduce_weighted_values(values, keep, self.reduction)
-    total = reduce_weighted_values(values, sample_weight, "sum")
-    return _ew.divide(total, _ew.add(_reduce.reduce_sum(keep), 1e-7))  # Keras's epsilon
+class KLDivergence(_BuiltinLoss):
+    """Kullback-Leibler divergence ``sum(y_true * log(y_true/y_pred))``."""
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "kl_divergence",
+                 dtype=None) -> None:
+        super().__init__(kl_divergence, reduction=reduction, name=name, dtype=dtype)
 
 
-SparseCategoricalCrossentropy.__call__ = _scce_call
+class Hinge(_BuiltinLoss):
+    """Hinge loss for labels -1/1 (0/1 converted)."""
 
-KLDivergence = _wrapper_class("KLDivergence", kl_divergence, "kl_divergence",
-                              "Kullback-Leibler divergence ``sum(y_true * log(y_true/y_pred))``.")
-Hinge = _wrapper_class("Hinge", hinge, "hinge", "Hinge loss for labels -1/1 (0/1 converted).")
-SquaredHinge = _wrapper_class("SquaredHinge", squared_hinge, "squared_hinge",
-                              "Squared hinge loss for labels -1/1 (0/1 converted).")
-Poisson = _wrapper_class("Poisson", poisson, "poisson", "Poisson loss "
-                         "``y_pred - y_true * log(y_pred)``.")
+    def __init__(self, reduction="sum_over_batch_size", name: str = "hinge",
+                 dtype=None) -> None:
+        super().__init__(hinge, reduction=reduction, name=name, dtype=dtype)
+
+
+class SquaredHinge(_BuiltinLoss):
+    """Squared hinge loss for labels -1/1 (0/1 converted)."""
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "squared_hinge",
+                 dtype=None) -> None:
+        super().__init__(squared_hinge, reduction=reduction, name=name, dtype=dtype)
+
+
+class Poisson(_BuiltinLoss):
+    """Poisson loss ``y_pred - y_true * log(y_pred)``."""
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "poisson",
+                 dtype=None) -> None:
+        super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)
 
 
 # ---- names -------------------------------------------------------------------------------------
@@ -632,7 +721,6 @@ _CLASS_OF = {
     sparse_categorical_crossentropy: SparseCategoricalCrossentropy,
     kl_divergence: KLDivergence, hinge: Hinge, squared_hinge: SquaredHinge, poisson: Poisson,
 }
-_CLASSES = {c.__name__: c for c in _CLASS_OF.values()}
 
 
 def get(identifier) -> Loss | None:
@@ -655,7 +743,8 @@ def get(identifier) -> Loss | None:
             )
         return _CLASS_OF[fn](name=identifier)
     if isinstance(identifier, dict):
-        return deserialize(identifier)
+        obj = deserialize(identifier)
+        return obj if isinstance(obj, Loss) else get(obj)
     if isinstance(identifier, type) and issubclass(identifier, Loss):
         return identifier()
     if callable(identifier):
@@ -664,12 +753,15 @@ def get(identifier) -> Loss | None:
     raise ValueError(f"could not interpret loss identifier {identifier!r}")
 
 
-def serialize(loss: Loss) -> dict:
-    """``{'class_name': ..., 'config': ...}`` for a loss."""
-    return serialize_object(loss)
+def serialize(loss) -> dict | str:
+    """Keras's config of a loss object or function (see ``lk.saving``)."""
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(loss)
 
 
-def deserialize(config: dict, custom_objects: dict | None = None) -> Loss:
-    """Rebuild a loss from :func:`serialize` output."""
-    cls = class_for(config, _CLASSES, custom_objects, "loss class")
-    return cls.from_config(dict(config.get("config", {})))
+def deserialize(config, custom_objects: dict | None = None):
+    """Rebuild a loss (object or function) from :func:`serialize` output or Keras's."""
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    return deserialize_keras_object(config, custom_objects, kind="losses")

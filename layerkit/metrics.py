@@ -27,7 +27,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.convert import to_array
 from layerkit._core.op import Op, apply, wrap
-from layerkit._core.serialization import class_for, serialize_object
+from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import KEEPERS, Variable, keep_reads
 from layerkit.autodiff.nest import flatten, pack_like
@@ -263,7 +263,8 @@ class Metric:
 
     @classmethod
     def from_config(cls, config: dict) -> Metric:
-        return cls(**config)
+        """A metric (with fresh state) from :meth:`get_config` output (Keras's too)."""
+        return cls(**init_kwargs(cls, config))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r}>"
@@ -381,7 +382,22 @@ class MeanMetricWrapper(Mean):
         Mean.update_state(self, values, sample_weight)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), **self._fn_kwargs}
+        config = {**super().get_config(), **self._fn_kwargs}
+        if type(self) is MeanMetricWrapper:  # subclasses know their function
+            from layerkit.saving.serialization_lib import serialize_keras_object
+
+            config["fn"] = serialize_keras_object(self._fn)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> Metric:
+        """A metric from :meth:`get_config` output (``fn`` is found by name)."""
+        config = dict(config)
+        if "fn" in config:
+            from layerkit.saving.serialization_lib import deserialize_keras_object
+
+            config["fn"] = deserialize_keras_object(config["fn"], kind="metrics")
+        return cls(**init_kwargs(cls, config))
 
 
 # ---- per-sample metric functions (NumPy in, NumPy out) --------------------------------
@@ -899,7 +915,6 @@ _BY_NAME = {
     "mae": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError,
     "precision": Precision, "recall": Recall, "auc": AUC, "mean": Mean, "sum": Sum,
 }
-_CLASSES = {c.__name__: c for c in set(_BY_NAME.values())}
 
 
 def get(identifier) -> Metric:
@@ -926,7 +941,8 @@ def get(identifier) -> Metric:
             m.name = identifier
         return m
     if isinstance(identifier, dict):
-        return deserialize(identifier)
+        obj = deserialize(identifier)
+        return obj if isinstance(obj, Metric) else get(obj)
     if isinstance(identifier, type) and issubclass(identifier, Metric):
         return identifier()
     if callable(identifier):
@@ -958,12 +974,15 @@ def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
     return cls(name=identifier)
 
 
-def serialize(metric: Metric) -> dict:
-    """``{'class_name': ..., 'config': ...}`` for a metric."""
-    return serialize_object(metric)
+def serialize(metric) -> dict | str:
+    """Keras's config of a metric (see ``lk.saving``)."""
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(metric)
 
 
-def deserialize(config: dict, custom_objects: dict | None = None) -> Metric:
-    """Rebuild a metric (without state) from :func:`serialize` output."""
-    cls = class_for(config, _CLASSES, custom_objects, "metric class")
-    return cls.from_config(dict(config.get("config", {})))
+def deserialize(config, custom_objects: dict | None = None):
+    """Rebuild a metric (without state) from :func:`serialize` output or Keras's."""
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    return deserialize_keras_object(config, custom_objects, kind="metrics")

@@ -7,6 +7,7 @@ cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / N
     array([[0.5, 0.5]], dtype=float32)
 """
 from layerkit._missing import missing_attribute
+from layerkit.distribute.losses import compute_average_loss, scale_regularization_loss
 from layerkit.primitives.conv import (
     avg_pool2d,
     conv2d,
@@ -63,7 +64,8 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
     "conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
     "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
-    "avg_pool3d", "max_pool", "avg_pool", "pool", *sorted(NAMESPACES["nn"]),
+    "avg_pool3d", "max_pool", "avg_pool", "pool", "compute_average_loss",
+    "scale_regularization_loss", *sorted(NAMESPACES["nn"]),
 ]
 
 

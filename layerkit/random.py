@@ -4,7 +4,8 @@
 dropout, shuffling) reproducible; an op-level ``seed`` alone gives the same result on
 every eager call, and inside ``lk.function`` a reproducible sequence (a fresh draw per
 call, as an op seed in a TensorFlow graph); ``Generator(seed)`` is an independent
-stream with the same methods, also accepted as a ``seed`` (each call continues it).
+stream with the same methods, also accepted as a ``seed`` (each call continues it);
+``SeedGenerator(seed)`` is Keras 3's stateful seed source (a ``[seed, counter]`` state).
 
     >>> import layerkit as lk
     >>> lk.random.set_seed(0)
@@ -15,6 +16,7 @@ stream with the same methods, also accepted as a ``seed`` (each call continues i
 """
 from layerkit.primitives.random import (
     Generator,
+    SeedGenerator,
     categorical,
     get_state,
     normal,
@@ -26,4 +28,4 @@ from layerkit.primitives.random import (
 )
 
 __all__ = ["set_seed", "get_state", "set_state", "normal", "uniform", "truncated_normal",
-           "categorical", "shuffle", "Generator"]
+           "categorical", "shuffle", "Generator", "SeedGenerator"]

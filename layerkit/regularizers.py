@@ -8,8 +8,10 @@ Example:
 from __future__ import annotations
 
 from layerkit import primitives as prim
+from layerkit._core.serialization import init_kwargs
 
-__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize"]
+__all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
+           "deserialize"]
 
 
 class Regularizer:
@@ -23,7 +25,8 @@ class Regularizer:
 
     @classmethod
     def from_config(cls, config: dict) -> Regularizer:
-        return cls(**config)
+        """A regularizer from :meth:`get_config` output (Keras's too)."""
+        return cls(**init_kwargs(cls, config))
 
 
 class L1L2(Regularizer):
@@ -78,19 +81,24 @@ def get(identifier):
             raise ValueError(f"unknown regularizer {identifier!r}; known: 'l1', 'l2', 'l1_l2'")
         return _BY_NAME[identifier]()
     if isinstance(identifier, dict):
-        cls = _BY_NAME.get(identifier.get("class_name"))
-        if cls is None:
-            raise ValueError(f"unknown regularizer config {identifier!r}")
-        return cls.from_config(identifier.get("config", {}))
+        return deserialize(identifier)
     if callable(identifier):
         return identifier
     raise ValueError(f"cannot interpret {identifier!r} as a regularizer")
 
 
 def serialize(regularizer):
-    """A JSON-able description that :func:`get` turns back into the regularizer."""
+    """Keras's config of a regularizer (None and names stay as they are)."""
     if regularizer is None or isinstance(regularizer, str):
         return regularizer
-    if isinstance(regularizer, Regularizer):
-        return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
-    raise ValueError(f"cannot serialize the custom regularizer {regularizer!r}")
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(regularizer)
+
+
+def deserialize(config, custom_objects: dict | None = None):
+    """A regularizer from :func:`serialize` output or Keras's (see ``lk.saving``)."""
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    obj = deserialize_keras_object(config, custom_objects, kind="regularizers")
+    return get(obj) if isinstance(obj, str) else obj

@@ -1,4 +1,5 @@
 """examples/eager_basics.py runs and prints what its comments say."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -16,8 +17,10 @@ def _collatz_like(x, steps=6):
 
 
 def test_eager_basics_output():
+    root = str(EXAMPLE.parents[1])  # this checkout's layerkit, whatever is installed
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+                         timeout=120, check=True, env=env).stdout
     lines = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
     assert lines["matmul"].strip() == "[[4.0]]"
     assert lines["square(3.)"].strip() == "9.0"

@@ -5,18 +5,22 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "layerkit"
 
 # package -> packages it must never import
+_ABOVE_CORE = {"primitives", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
+               "losses", "metrics", "callbacks", "initializers", "utils", "distribute"}
 FORBIDDEN = {
-    "_core": {"primitives", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
-              "losses", "metrics", "callbacks", "initializers"},
-    "primitives": {"autodiff", "layers", "models", "optimizers", "data", "checkpoint", "losses",
-            "metrics", "callbacks", "initializers"},
-    "autodiff": {"layers", "models", "optimizers", "data", "checkpoint", "losses", "metrics",
-                 "callbacks", "initializers"},
-    "data": {"autodiff", "layers", "models", "optimizers", "checkpoint", "losses", "metrics",
-             "callbacks", "initializers"},
-    "checkpoint": {"layers", "models", "optimizers", "data", "losses", "metrics", "callbacks",
-                   "initializers"},
-    "layers": {"models", "data"},
+    "_core": _ABOVE_CORE,
+    "primitives": _ABOVE_CORE - {"primitives"},
+    "autodiff": _ABOVE_CORE - {"primitives", "autodiff"},
+    "data": _ABOVE_CORE - {"primitives", "data"},
+    "checkpoint": _ABOVE_CORE - {"primitives", "autodiff", "checkpoint"},
+    "layers": {"models", "data", "callbacks", "utils", "distribute"},
+    # lk.utils sits below callbacks and models (the callbacks reuse its Progbar) and
+    # reads models and layers by duck typing only.
+    "utils": {"models", "layers", "callbacks", "optimizers", "losses", "metrics", "distribute"},
+    "callbacks": {"models", "layers"},
+    # lk.distribute is reached only through layerkit._core.distribution (a seam)
+    "models": {"distribute"},
+    "optimizers": {"distribute"},
 }
 HEAVY = {"torch", "tensorflow", "jax", "pickle", "cloudpickle", "dill"}
 

@@ -34,7 +34,7 @@ def test_python_m_layerkit_without_importing_optional_packages():
     imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines()}
     assert "layerkit._info" in imported  # the import log is complete ...
     assert not imported & {"pyarrow", "h5py", "safetensors", "tensorboard", "onnx",
-                           "onnxruntime"}  # ... and lean
+                           "onnxruntime", "mpi4py", "PIL"}  # ... and lean
 
 
 def test_py_typed_marker_is_package_data():
@@ -44,6 +44,7 @@ def test_py_typed_marker_is_package_data():
     assert "py.typed" in config["tool"]["setuptools"]["package-data"]["layerkit"]
     extras = config["project"]["optional-dependencies"]
     for extra, package in (("h5", "h5py"), ("safetensors", "safetensors"),
-                           ("tensorboard", "tensorboard"), ("onnx", "onnx")):
+                           ("tensorboard", "tensorboard"), ("onnx", "onnx"), ("mpi", "mpi4py"),
+                           ("mpi", "mpich"), ("images", "pillow")):
         assert any(r.startswith(package) for r in extras[extra])
         assert any(r.startswith(package) for r in extras["test"])

@@ -12,7 +12,12 @@ process is gone) from one being written right now: :func:`remove_stale_temps` de
 only files of that exact pattern whose writer ran on this host and is dead. Every
 :class:`AtomicFile` does so for its own target before it starts.
 
-This module imports nothing from layerkit, so any package (data included) may use it.
+In a multi-process ``lk.distribute`` job only rank 0 writes (and cleans up): on the other
+ranks an :class:`AtomicFile` discards what is written to it and leaves the file system
+alone, so checkpoints, indexes and weights files come from rank 0 alone.
+
+This module imports nothing from layerkit but :mod:`layerkit._core.distribution` (which
+imports nothing), so any package (data included) may use it.
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import os
 import re
 import socket
 import zlib
+
+from layerkit._core import distribution
 
 __all__ = ["AtomicFile", "atomic_write_bytes", "remove_stale_temps", "temp_path_for",
            "TMP_TAG"]
@@ -74,6 +81,8 @@ def remove_stale_temps(directory, target) -> list[str]:
     directory = os.fspath(directory)
     match = target.__eq__ if isinstance(target, str) else target
     removed = []
+    if not distribution.writes_files():
+        return removed
     try:
         names = os.listdir(directory)
     except OSError:
@@ -132,12 +141,16 @@ class AtomicFile:
 
     def __init__(self, path, buffering: int = -1) -> None:
         self.path = os.path.abspath(os.fspath(path))
+        self._done = False
+        if not distribution.writes_files():   # lk.distribute: rank 0 writes this file
+            self.tmp = None
+            self.file = open(os.devnull, "wb", buffering=buffering)
+            return
         directory, base = os.path.split(self.path)
         os.makedirs(directory, exist_ok=True)
         remove_stale_temps(directory, base)
         self.tmp = temp_path_for(self.path)
         self.file = open(self.tmp, "xb", buffering=buffering)   # never follows a symlink
-        self._done = False
 
     def commit(self) -> None:
         """Flush, fsync and rename the temporary file over the target; fsync the directory.
@@ -147,6 +160,10 @@ class AtomicFile:
                 removed and the previous file at ``path`` is intact).
         """
         if self._done:
+            return
+        if self.tmp is None:   # not the writing rank
+            self._done = True
+            self.file.close()
             return
         try:
             self.file.flush()
@@ -167,8 +184,9 @@ class AtomicFile:
         try:
             self.file.close()
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(self.tmp)
+            if self.tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.tmp)
 
     def __enter__(self) -> AtomicFile:
         return self

@@ -63,3 +63,17 @@ def untraced() -> Iterator[None]:
         for r in tracers:
             stack.enter_context(paused(r))
         yield
+
+
+def executing_eagerly() -> bool:
+    """False while an ``lk.function`` is being traced, True otherwise (TensorFlow's
+    ``tf.executing_eagerly``; a traced function's Python body runs only while tracing).
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.executing_eagerly()
+        True
+        >>> bool(lk.function(lambda: lk.constant(lk.executing_eagerly()))())
+        False
+    """
+    return not tracing()

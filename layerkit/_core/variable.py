@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 
+from layerkit._core import distribution
 from layerkit._core.context import RECORDERS
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.tensor import Tensor
@@ -75,6 +76,11 @@ class Variable(Tensor):
         name: a name for messages and checkpoints (default ``Variable``).
         dtype: optional dtype to cast the initial value to.
 
+    Attributes:
+        constraint: None, or a projection ``fn(variable) -> value`` that optimizers
+            assign to the variable after each update (``lk.constraints``; layers set it
+            from ``add_weight(constraint=...)``).
+
     Example:
         >>> import layerkit as lk
         >>> v = lk.Variable([1.0, 2.0], name="v")
@@ -83,7 +89,7 @@ class Variable(Tensor):
         array([2., 3.], dtype=float32)
     """
 
-    __slots__ = ("_name", "_trainable", "_uid", "_on_create")
+    __slots__ = ("_name", "_trainable", "_uid", "_on_create", "constraint")
 
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
                  dtype=None) -> None:
@@ -94,6 +100,9 @@ class Variable(Tensor):
         self._name = name or "Variable"
         self._trainable = bool(trainable)
         self._uid = next(_uid)
+        self.constraint = None
+        if distribution.scope is not None:   # lk.distribute: rank 0's initial value
+            distribution.scope._variable_created(self)
 
     @property
     def name(self) -> str:

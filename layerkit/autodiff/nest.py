@@ -17,18 +17,21 @@ def flatten(structure) -> list:
 
 
 def pack_like(structure, flat: list):
-    it = iter(flat)
+    # A module-level recursion, not a closure that calls itself: such a closure is a
+    # reference cycle, which kept every array of ``flat`` alive until the garbage
+    # collector ran (freed memory then cannot be reused: 2,500 page faults per 16 MB
+    # array measured in a loop).
+    return _build(structure, iter(flat))
 
-    def build(s):
-        if isinstance(s, dict):
-            vals = {k: build(s[k]) for k in sorted(s, key=repr)}
-            if type(s) is dict:
-                return {k: vals[k] for k in s}
-            return type(s)((k, vals[k]) for k in s)
-        if isinstance(s, tuple) and hasattr(s, "_fields"):
-            return type(s)(*[build(v) for v in s])
-        if isinstance(s, (list, tuple)):
-            return type(s)(build(v) for v in s)
-        return next(it)
 
-    return build(structure)
+def _build(s, it):
+    if isinstance(s, dict):
+        vals = {k: _build(s[k], it) for k in sorted(s, key=repr)}
+        if type(s) is dict:
+            return {k: vals[k] for k in s}
+        return type(s)((k, vals[k]) for k in s)
+    if isinstance(s, tuple) and hasattr(s, "_fields"):
+        return type(s)(*[_build(v, it) for v in s])
+    if isinstance(s, (list, tuple)):
+        return type(s)(_build(v, it) for v in s)
+    return next(it)

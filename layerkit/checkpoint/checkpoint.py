@@ -429,7 +429,7 @@ class Checkpoint:
         return {"save_counter": self._save_counter}
 
     # ---- saving ----
-    def write(self, path) -> str:
+    def write(self, path, options=None) -> str:
         """Write every tracked value to ``path`` atomically (the counter is unchanged).
 
         Returns:
@@ -464,11 +464,13 @@ class Checkpoint:
         write_file(path, tensors, meta)
         return path
 
-    def save(self, file_prefix) -> str:
+    def save(self, file_prefix, options=None) -> str:
         """Increment :attr:`save_counter` and write ``{file_prefix}-{save_counter}``.
 
         Also records the file as the latest checkpoint of its directory, so
-        :func:`layerkit.latest_checkpoint` finds it.
+        :func:`layerkit.latest_checkpoint` finds it. ``options`` (an
+        ``lk.train.CheckpointOptions``, as in TensorFlow) is accepted and changes nothing;
+        so is the same argument of ``write``, ``restore`` and ``read``.
 
         Returns:
             the path written.
@@ -492,7 +494,7 @@ class Checkpoint:
             raise
 
     # ---- restoring ----
-    def restore(self, save_path) -> CheckpointLoadStatus:
+    def restore(self, save_path, options=None) -> CheckpointLoadStatus:
         """Restore from a file, the latest checkpoint of a directory, or nothing (None).
 
         Everything is read and verified before anything is assigned. Values for
@@ -521,7 +523,7 @@ class Checkpoint:
             save_path = found
         return self.read(save_path)
 
-    def read(self, save_path) -> CheckpointLoadStatus:
+    def read(self, save_path, options=None) -> CheckpointLoadStatus:
         """Restore from one checkpoint file (see :meth:`restore`)."""
         return restore_file(self, save_path)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 
+from layerkit._core import distribution
 from layerkit._core.atomic import remove_stale_temps
 from layerkit.checkpoint import index as _index
 from layerkit.checkpoint.checkpoint import Checkpoint
@@ -22,6 +23,9 @@ class CheckpointManager:
     rotation). The index is untrusted: the manager only ever reads or deletes files
     named ``{checkpoint_name}-{number}`` directly inside ``directory``; any other entry
     is reported with a warning and ignored (see :mod:`layerkit.checkpoint.index`).
+
+    Under ``lk.distribute`` every rank calls :meth:`save` (and gets the same path back)
+    but only rank 0 writes and deletes files.
 
     Args:
         checkpoint: the :class:`Checkpoint` to save.
@@ -66,7 +70,8 @@ class CheckpointManager:
         self._name = checkpoint_name
         self._own = _index.checkpoint_name_re(checkpoint_name)
         self._prefix = os.path.join(self._directory, checkpoint_name)
-        os.makedirs(self._directory, exist_ok=True)
+        if distribution.writes_files():   # lk.distribute: rank 0 writes, every rank reads
+            os.makedirs(self._directory, exist_ok=True)
         # A save killed before its rename leaves a hidden temporary file; remove those of
         # this manager's checkpoints whose writer process is gone.
         remove_stale_temps(self._directory, self._own.fullmatch)
@@ -97,13 +102,16 @@ class CheckpointManager:
         """The newest managed checkpoint, or None."""
         return self._managed[-1][0] if self._managed else None
 
-    def save(self, checkpoint_number=None) -> str:
+    def save(self, checkpoint_number=None, check_interval: bool = True, options=None) -> str:
         """Save a new checkpoint, update the index, and delete old checkpoints.
 
         Args:
             checkpoint_number: the number in the file name (an int, or a Variable/Tensor
                 such as ``optimizer.iterations``); default the checkpoint's save counter.
                 The save counter is incremented either way.
+            check_interval, options: accepted for TensorFlow compatibility; layerkit's
+                manager has no save interval and one local file format, so they change
+                nothing.
 
         Returns:
             the path of the new checkpoint.
@@ -115,7 +123,7 @@ class CheckpointManager:
         _index.write_index(self._directory, path, managed, last_preserved)
         self._managed, self._last_preserved = managed, last_preserved
         for p in doomed:   # only after the index no longer names them
-            if self._is_own(p):   # never anything but this manager's own files
+            if self._is_own(p) and distribution.writes_files():   # own files, rank 0 only
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(p)   # a symbolic link itself, never its target
         return path

@@ -400,6 +400,18 @@ class ParquetNode(ColumnarNode):
             first.close()
         self.specs()  # fail now on unsupported column types
         self._rows = None
+        # None: every row group; else per path the row groups to read (lk.distribute's
+        # sharding by row group gives each rank its own).
+        self.row_groups: list | None = None
+
+    def row_group_sizes(self) -> list:
+        """Per path, the row counts of its row groups (from the files' metadata)."""
+        pq = self._pq()
+        out = []
+        for p in self.paths:
+            md = _checked(p, pq.read_metadata, p)
+            out.append([md.row_group(g).num_rows for g in range(md.num_row_groups)])
+        return out
 
     @staticmethod
     def _pq():
@@ -408,8 +420,13 @@ class ParquetNode(ColumnarNode):
 
     def cardinality(self) -> int:
         if self._rows is None:
-            pq = self._pq()
-            self._rows = sum(_checked(p, pq.read_metadata, p).num_rows for p in self.paths)
+            if self.row_groups is not None:
+                sizes = self.row_group_sizes()
+                self._rows = sum(sizes[i][g] for i, groups in enumerate(self.row_groups)
+                                 for g in groups)
+            else:
+                pq = self._pq()
+                self._rows = sum(_checked(p, pq.read_metadata, p).num_rows for p in self.paths)
         return self._rows
 
     def open_part(self, i: int, start_row: int):
@@ -421,12 +438,13 @@ class ParquetNode(ColumnarNode):
             raise KeyError(f"Dataset.from_parquet({self.paths[i]}): no column(s) {missing} "
                            f"(they are in {self.paths[0]})")
         md = pf.metadata
-        first_group, skip = 0, start_row
-        while first_group < md.num_row_groups and skip >= md.row_group(first_group).num_rows:
-            skip -= md.row_group(first_group).num_rows
-            first_group += 1
-        return _ParquetBatches(pf, self.paths[i], range(first_group, md.num_row_groups),
-                               self.columns, self.read_batch_size, skip, mapped)
+        groups = range(md.num_row_groups) if self.row_groups is None else self.row_groups[i]
+        first, skip = 0, start_row
+        while first < len(groups) and skip >= md.row_group(groups[first]).num_rows:
+            skip -= md.row_group(groups[first]).num_rows
+            first += 1
+        return _ParquetBatches(pf, self.paths[i], groups[first:], self.columns,
+                               self.read_batch_size, skip, mapped)
 
 
 _CAN_UNMAP = hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap.mmap, "madvise")

@@ -1,10 +1,11 @@
 """tf.data-style ``Options``: settings attached to a dataset with ``with_options``.
 
 The fields TF programs set are accepted, validated and merged as in tf.data (a
-dataset's options are its inputs' merged with its own; a field set later wins). They
-are recorded, not acted on: layerkit's stages take their parallelism and order from
-their own arguments (``num_parallel_calls``, ``deterministic``), so the options change
-no element and no element order.
+dataset's options are its inputs' merged with its own; a field set later wins). One is
+acted on: ``experimental_distribute.auto_shard_policy`` tells ``lk.distribute`` how to
+split the dataset across ranks. The others are recorded only: layerkit's stages take
+their parallelism and order from their own arguments (``num_parallel_calls``,
+``deterministic``), so they change no element and no element order.
 """
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ import enum
 
 
 class AutoShardPolicy(enum.IntEnum):
-    """``tf.data.experimental.AutoShardPolicy`` (recorded only: layerkit does not
-    distribute datasets)."""
+    """How ``lk.distribute`` splits a dataset across ranks
+    (``tf.data.experimental.AutoShardPolicy``, same values).
+
+    - ``AUTO``: by file (Parquet: by row group) when the pipeline reads files and has at
+      least one file (row group) per rank, else ``DATA``.
+    - ``FILE``: by file / row group; an error if the pipeline reads no files.
+    - ``DATA``: every rank runs the pipeline and keeps its own part of each global batch.
+    - ``OFF``: no sharding: every rank reads everything.
+    - ``HINT``: tf.data's shard-hint mode (not supported by ``lk.distribute``: an error).
+    """
 
     OFF = -1
     AUTO = 0
@@ -73,7 +82,19 @@ class OptimizationOptions(_OptionsBase):
 
 
 class DistributeOptions(_OptionsBase):
+    """``Options().experimental_distribute``: ``auto_shard_policy`` (default ``AUTO``),
+    read by ``lk.distribute``; ``num_devices`` is recorded only."""
+
     _fields = {"auto_shard_policy": AutoShardPolicy.AUTO, "num_devices": None}
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "auto_shard_policy":
+            try:
+                value = AutoShardPolicy(value)
+            except ValueError:
+                raise ValueError(f"DistributeOptions.auto_shard_policy must be an lk.data."
+                                 f"experimental.AutoShardPolicy, received {value!r}") from None
+        super().__setattr__(name, value)
 
 
 class Options(_OptionsBase):

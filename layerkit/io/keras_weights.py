@@ -43,7 +43,9 @@ from layerkit.io._optional import require
 from layerkit.layers.attention import MultiHeadAttention
 from layerkit.layers.tracking import Tracked, is_container, snake_case
 
-__all__ = ["keras_weight_groups", "load_h5_group", "load_keras_weights", "save_keras_weights"]
+__all__ = ["keras_weight_groups", "keras_weight_arrays", "keras_weights_h5_bytes",
+           "assign_keras_weights", "h5_datasets", "load_h5_group", "load_keras_weights",
+           "save_keras_weights"]
 
 _FEATURE = "Keras .weights.h5 / .keras files"
 
@@ -67,10 +69,30 @@ def _attr_key(name: str) -> str:
     return "~" + name if name.startswith("_") else name  # private attributes last
 
 
+def _keras_layers(obj) -> list:
+    """``obj.layers`` in Keras's order: a functional model's by decreasing depth (see
+    :func:`~layerkit.models.functional_config.keras_operation_order`), with a
+    placeholder for each ``InputLayer`` (it has no weights but takes its name)."""
+    graph = obj.__dict__.get("_graph")
+    if graph is None:
+        return obj.layers
+    from layerkit.models.functional_config import keras_operation_order
+
+    return [op if isinstance(op, Tracked) else _INPUT_LAYER
+            for op in keras_operation_order(graph)]
+
+
+class _InputLayer:
+    """Stands for a Keras ``InputLayer`` in a functional model's layer list."""
+
+
+_INPUT_LAYER = _InputLayer()
+
+
 def _child_attrs(obj) -> list:
     from layerkit.models.model import Model
 
-    out = [("layers", obj.layers)] if _is_graph_model(obj) else []
+    out = [("layers", _keras_layers(obj))] if _is_graph_model(obj) else []
     attrs = dict(obj._tracked)
     if isinstance(obj, Model) and not _is_graph_model(obj):
         attrs["layers"] = obj.layers  # Model.layers is an attribute Keras walks too
@@ -80,6 +102,46 @@ def _child_attrs(obj) -> list:
 def _own_variables(obj) -> list:
     # Keras's save_own_variables order: trainable then non-trainable, as created.
     return obj._trainable_vars + obj._non_trainable_vars + obj._children()[1]
+
+
+def _keras_trainable(model) -> list:
+    """The model's trainable variables in Keras's order (each layer's own weights, then
+    its sublayers', a functional model's layers in Keras's order): the order in which a
+    Keras optimizer creates, and a Keras file stores, the slots of the variables."""
+    out, seen, seen_layers = [], set(), set()
+
+    def visit(obj) -> None:
+        if id(obj) in seen_layers:
+            return
+        seen_layers.add(id(obj))
+        for v in _own_variables(obj):
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        children = _keras_layers(obj) if obj.__dict__.get("_graph") is not None \
+            else obj._children()[0]
+        for child in children:
+            if isinstance(child, Tracked):
+                visit(child)
+
+    visit(model)
+    return [v for v in out if v.trainable] if model.trainable else []
+
+
+def _optimizer_variables(model, optimizer) -> list:
+    """The optimizer's variables as Keras stores them: its own (``iterations``, the
+    learning rate), then each variable's slots in :func:`_keras_trainable` order."""
+    own = list(optimizer.variables)
+    head = own[:len(own) - len(optimizer._slot_vars)]
+    slots, placed = [], set()
+    for v in _keras_trainable(model):
+        try:
+            found = [optimizer.get_slot(v, n) for n in optimizer._slot_names]
+        except KeyError:
+            continue
+        slots.extend(found)
+        placed.update(id(x) for x in found)
+    return head + slots + [x for x in own[len(head):] if id(x) not in placed]
 
 
 def _mha_groups(layer: MultiHeadAttention) -> dict:
@@ -146,7 +208,9 @@ def keras_weight_groups(model) -> dict:
             return name if used[name] == 0 else f"{name}_{used[name]}"
 
         for x in items.values() if isinstance(items, dict) else items:
-            if isinstance(x, Tracked):
+            if x is _INPUT_LAYER:
+                unique("input_layer")
+            elif isinstance(x, Tracked):
                 visit(x, _join(path, unique(snake_case(_keras_class_name(x)))))
             elif is_container(x):
                 visit_list(x, _join(path, unique("container")), seen_lists)
@@ -160,36 +224,46 @@ def _describe(shapes) -> str:
     return "[" + ", ".join(str(tuple(s)) for s in shapes) + "]" if shapes else "none"
 
 
-def _stored(group, vpath: str) -> list:
-    """The datasets ``vpath/0``, ``vpath/1``, ... (empty if the group is absent)."""
-    g = group.get(vpath)
-    if g is None:
-        return []
-    keys = sorted((k for k in g.keys() if k.isdigit()), key=int)
-    return [g[k] for k in keys]
-
-
-def _datasets(group) -> list:
-    """Paths of every dataset under ``group``."""
+def h5_datasets(group) -> dict:
+    """``{path: h5py.Dataset}`` of every dataset under an open h5py group (lazy: only
+    shapes are read until a value is asked for)."""
     import h5py
 
-    found = []
-    group.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset)
-                     else None)
+    found = {}
+    group.visititems(lambda name, obj: found.__setitem__(name, obj)
+                     if isinstance(obj, h5py.Dataset) else None)
     return found
 
 
+def _by_group(flat: dict) -> dict:
+    """``{"<group>/vars": [value 0, value 1, ...]}`` from ``{"<group>/vars/<i>": value}``."""
+    groups: dict = {}
+    for path, value in flat.items():
+        parent, _, last = path.rpartition("/")
+        if last.isdigit():
+            groups.setdefault(parent, {})[int(last)] = value
+    return {g: [items[i] for i in sorted(items)] for g, items in groups.items()}
+
+
 def load_h5_group(model, group, source: str = "<h5>", skip_mismatch: bool = False) -> list:
-    """Assign the weights of a Keras 3 weights tree to a built layerkit model.
+    """Assign the weights of an open Keras 3 h5py weights tree to a built model
+    (:func:`assign_keras_weights` on the tree's datasets)."""
+    return assign_keras_weights(model, h5_datasets(group), source, skip_mismatch)
+
+
+def assign_keras_weights(model, flat: dict, source: str = "<weights>",
+                         skip_mismatch: bool = False) -> list:
+    """Assign weights stored by Keras path to a built layerkit model.
 
     Every layer is matched by its Keras group path (see :func:`keras_weight_groups`) and
     its weights by position within ``<path>/vars``. Everything is read and checked before
-    anything is assigned. Values are cast to each variable's dtype.
+    anything is assigned. Values are cast to each variable's dtype. Optimizer variables
+    (``optimizer/vars/<i>``) load as Keras loads them (see the module docstring).
 
     Args:
-        model: a built ``lk.Model`` (or layer) of the same architecture as the Keras one.
-        group: the root ``h5py.Group`` (an open ``.weights.h5`` file, or the
-            ``model.weights.h5`` member of a ``.keras`` archive).
+        model: a built ``lk.Model`` (or layer) of the same architecture as the saved one.
+        flat: ``{"<path>/vars/<i>": value}``; a value is an array or anything with
+            ``.shape`` that ``value[()]`` reads (an h5py dataset: see :func:`h5_datasets`).
         source: the file name, for messages.
         skip_mismatch: skip layers whose weight count or shapes differ (with a warning)
             instead of raising.
@@ -203,14 +277,17 @@ def load_h5_group(model, group, source: str = "<h5>", skip_mismatch: bool = Fals
             received shapes); or the file holds weights the model has no place for.
     """
     if not getattr(model, "built", True):
+        if not any(not p.startswith("optimizer/") for p in flat):
+            return []  # an unbuilt model saved without weights
         raise ValueError(f"load_weights({source!r}): model '{model.name}' is not built; "
                          f"Keras weights are matched by shape, so build it first (call it "
                          f"on a batch, or model.build(input_shape))")
+    stored_groups = _by_group(flat)
     groups = keras_weight_groups(model)
     plan, problems, loaded, covered = [], [], [], set()
     for path, (layer, variables) in groups.items():
         vpath = _join(path, "vars")
-        stored = _stored(group, vpath)
+        stored = stored_groups.get(vpath, [])
         covered.add(vpath)
         if not variables and not stored:
             continue
@@ -230,10 +307,10 @@ def load_h5_group(model, group, source: str = "<h5>", skip_mismatch: bool = Fals
             continue
         plan.extend(zip(variables, stored))
         loaded.append(path)
-    extra = sorted(p for p in _datasets(group)
+    extra = sorted(p for p in flat
                    if not p.startswith("optimizer/") and p.rsplit("/", 1)[0] not in covered)
     if extra:
-        shown = ", ".join(f"'{p}' {tuple(group[p].shape)}" for p in extra[:8])
+        shown = ", ".join(f"'{p}' {tuple(flat[p].shape)}" for p in extra[:8])
         more = f" and {len(extra) - 8} more" if len(extra) > 8 else ""
         problems.append(f"the file has weights at paths that model '{model.name}' does not "
                         f"have: {shown}{more}")
@@ -243,21 +320,20 @@ def load_h5_group(model, group, source: str = "<h5>", skip_mismatch: bool = Fals
         if not skip_mismatch:
             raise ValueError(msg + "\nNothing was loaded.")
         warnings.warn(msg + "\nThese were skipped (skip_mismatch=True).", stacklevel=3)
-    plan.extend(_optimizer_plan(model, group, source))
+    plan.extend(_optimizer_plan(model, stored_groups.get("optimizer/vars", []), source))
     values = [(var, np.asarray(ds[()], dtype=var.dtype)) for var, ds in plan]
     for var, value in values:
         _assign_fresh(var, value)
     return loaded
 
 
-def _optimizer_plan(model, group, source: str) -> list:
+def _optimizer_plan(model, stored: list, source: str) -> list:
     """Keras's rule: an optimizer's variables load by position when it is built with as
     many variables as the file has, with a warning otherwise."""
     optimizer = getattr(model, "optimizer", None)
-    stored = _stored(group, "optimizer/vars")
     if optimizer is None or not stored:
         return []
-    variables = [v for v in optimizer.variables if isinstance(v, Variable)]
+    variables = [v for v in _optimizer_variables(model, optimizer) if isinstance(v, Variable)]
     shapes_ok = len(variables) == len(stored) and all(
         tuple(v.shape) == tuple(d.shape) for v, d in zip(variables, stored))
     if not shapes_ok:
@@ -290,51 +366,75 @@ def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
     Args:
         model: a built layerkit model of the same architecture.
         filepath: ``*.weights.h5`` / ``*.h5`` (``model.save_weights`` in Keras 3) or
-            ``*.keras`` (``model.save``: a zip with ``config.json``, ``metadata.json`` and
-            ``model.weights.h5``; only the weights are read).
+            ``*.keras`` (``model.save`` of Keras 3 or layerkit: only the weights member
+            is read; see :mod:`layerkit.saving.saving_lib`).
         skip_mismatch: see :func:`load_h5_group`.
 
     Returns:
         The Keras group paths that were assigned.
 
     Raises:
-        ImportError: h5py is not installed (``pip install layerkit[h5]``).
+        ImportError: h5py is not installed and the weights are HDF5
+            (``pip install layerkit[h5]``).
         FileNotFoundError: no such file.
         ValueError: not a Keras 3 file, or weights that do not match (see
-            :func:`load_h5_group`).
+            :func:`assign_keras_weights`).
 
     Example:
         >>> model.load_weights("model.weights.h5")  # doctest: +SKIP
     """
-    import zipfile
-
-    h5py = require("h5py", "h5", _FEATURE)
     path = os.fspath(filepath)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_weights: no such file: {path!r}")
     if path.endswith(".keras"):
-        try:
-            with zipfile.ZipFile(path) as zf:
-                names = zf.namelist()
-                if "model.weights.h5" not in names:
-                    raise ValueError(
-                        f"load_weights({path!r}): the archive has no model.weights.h5 "
-                        f"(members: {names}); sharded or non-HDF5 .keras archives are not "
-                        f"supported")
-                data = zf.read("model.weights.h5")
-        except zipfile.BadZipFile:
-            raise ValueError(f"load_weights({path!r}): not a .keras archive (not a zip "
-                             f"file)") from None
-        source, handle = f"{path}:model.weights.h5", io.BytesIO(data)
-    else:
-        source, handle = path, path
+        from layerkit.saving.saving_lib import load_archive_weights
+
+        return load_archive_weights(model, path, skip_mismatch=skip_mismatch)
+    h5py = require("h5py", "h5", _FEATURE)
     try:
-        f = h5py.File(handle, "r")
+        f = h5py.File(path, "r")
     except OSError as e:
-        raise ValueError(f"load_weights({source!r}): not an HDF5 file ({e})") from None
+        raise ValueError(f"load_weights({path!r}): not an HDF5 file ({e})") from None
     with f:
-        _check_keras3(f, source)
-        return load_h5_group(model, f, source, skip_mismatch=skip_mismatch)
+        _check_keras3(f, path)
+        return load_h5_group(model, f, path, skip_mismatch=skip_mismatch)
+
+
+def _saved_groups(model) -> list:
+    """(group path, owner name, variables) of everything a Keras file holds: the
+    layers' groups, then a built optimizer's variables under ``optimizer``."""
+    groups = [(p, layer.name, vs) for p, (layer, vs) in keras_weight_groups(model).items()]
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and getattr(optimizer, "built", False):
+        groups.append(("optimizer", optimizer.name, _optimizer_variables(model, optimizer)))
+    return groups
+
+
+def keras_weight_arrays(model) -> dict:
+    """``{"<path>/vars/<i>": array}``: a built model's weights (and its built optimizer's
+    variables under ``optimizer/vars``) at their Keras 3 paths, in Keras's order."""
+    return {f"{_join(group_path, 'vars')}/{i}": np.asarray(v._v)
+            for group_path, _, variables in _saved_groups(model)
+            for i, v in enumerate(variables)}
+
+
+def keras_weights_h5_bytes(model) -> bytes:
+    """The bytes of a Keras 3 ``.weights.h5`` file holding a built model's weights
+    (what :func:`save_keras_weights` writes; also the ``model.weights.h5`` member of a
+    ``.keras`` archive).
+
+    Raises:
+        ImportError: h5py is not installed (``pip install layerkit[h5]``).
+    """
+    h5py = require("h5py", "h5", _FEATURE)
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        for group_path, name, variables in _saved_groups(model):
+            g = f.require_group(_join(group_path, "vars"))
+            g.attrs["name"] = name
+            for i, v in enumerate(variables):
+                g.create_dataset(str(i), data=np.asarray(v._v))
+    return buffer.getvalue()
 
 
 def save_keras_weights(model, filepath) -> str:
@@ -358,21 +458,10 @@ def save_keras_weights(model, filepath) -> str:
     """
     from layerkit.checkpoint.format import atomic_write_bytes
 
-    h5py = require("h5py", "h5", _FEATURE)
+    require("h5py", "h5", _FEATURE)
     path = os.fspath(filepath)
     if not getattr(model, "built", True):
         raise ValueError(f"save_weights({path!r}): model '{model.name}' is not built, so "
                          f"it has no weights yet")
-    groups = [(p, layer.name, vs) for p, (layer, vs) in keras_weight_groups(model).items()]
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None and getattr(optimizer, "built", False):
-        groups.append(("optimizer", optimizer.name, list(optimizer.variables)))
-    buffer = io.BytesIO()
-    with h5py.File(buffer, "w") as f:
-        for group_path, name, variables in groups:
-            g = f.require_group(_join(group_path, "vars"))
-            g.attrs["name"] = name
-            for i, v in enumerate(variables):
-                g.create_dataset(str(i), data=np.asarray(v._v))
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, keras_weights_h5_bytes(model))
     return path

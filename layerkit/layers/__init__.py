@@ -121,7 +121,24 @@ Convolution1DTranspose, Convolution2DTranspose, Convolution3DTranspose = (
     Conv1DTranspose, Conv2DTranspose, Conv3DTranspose)
 SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
 
-__all__ = [
+
+def serialize(layer: Layer) -> dict:
+    """Keras's config of a layer (``{"module", "class_name", "config", ...}``), as
+    ``keras.layers.serialize``; :func:`deserialize` inverts it."""
+    from layerkit.saving import serialize_keras_object
+
+    return serialize_keras_object(layer)
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
+    """A new layer from :func:`serialize`'s config (``custom_objects`` and the
+    ``lk.saving`` registry find custom classes), as ``keras.layers.deserialize``."""
+    from layerkit.layers.layer import layer_from_config
+
+    return layer_from_config(config, custom_objects)
+
+
+__all__ = ["serialize", "deserialize",
     "Layer", "InputSpec", "SymbolicTensor", "Node", "reset_uids",
     "Dense", "Activation", "Flatten", "Reshape", "Dropout", "Embedding",
     "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",

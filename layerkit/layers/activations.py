@@ -44,26 +44,42 @@ def _names() -> dict:
 
 
 def get(identifier):
-    """The activation function for a name, a callable, or None (linear).
+    """The activation function for a name, a config dict, a callable, or None (linear).
+
+    Names are Keras's; a name that is not built in is looked up among the registered
+    and scoped custom objects (``lk.saving``). A dict is a serialized function
+    (``{"class_name": "function", "config": name, ...}``) or object.
 
     Raises:
         ValueError: for an unknown name, listing the known ones.
     """
     if identifier is None:
         return linear
+    if isinstance(identifier, dict):
+        from layerkit.saving.serialization_lib import deserialize_keras_object
+
+        identifier = deserialize_keras_object(identifier, kind="activations")
     if isinstance(identifier, str):
         names = _names()
-        if identifier not in names:
+        if identifier in names:
+            return names[identifier]
+        from layerkit.saving.object_registration import get_registered_object
+
+        found = get_registered_object(identifier)
+        if found is None or not callable(found):
             raise ValueError(f"unknown activation {identifier!r}; known: {sorted(names)}")
-        return names[identifier]
+        return found
     if callable(identifier):
         return identifier
     raise ValueError(f"cannot interpret {identifier!r} as an activation")
 
 
-def serialize(fn) -> str:
-    """The Keras name of an activation (its function name for custom callables)."""
+def serialize(fn):
+    """The Keras name of a built-in activation, else Keras's config of the function or
+    object (``lk.saving.serialize_keras_object``)."""
     for name, f in _names().items():
         if f is fn:
             return name
-    return getattr(fn, "__name__", repr(fn))
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(fn)

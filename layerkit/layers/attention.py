@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from layerkit import initializers, regularizers
+from layerkit import constraints, initializers, regularizers
 from layerkit.layers.core import SeededLayer
 from layerkit.layers.layer import Layer, get_keras_mask, set_keras_mask
 from layerkit.primitives import array as _array
@@ -69,7 +69,8 @@ class MultiHeadAttention(Layer):
         dropout: dropout rate on the attention scores (training only).
         use_bias: whether the projections have biases.
         output_shape: last dimension of the output (default: the query's).
-        kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer.
+        kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+        kernel_constraint, bias_constraint: as for ``Dense``.
 
     Call arguments: ``query`` (B, T, dim), ``value`` (B, S, dim_v), ``key`` (B, S, dim_k;
     default ``value``), ``value_mask``/``key_mask`` (B, S) (default: the inputs' Keras
@@ -94,7 +95,8 @@ class MultiHeadAttention(Layer):
                  dropout: float = 0.0, use_bias: bool = True, output_shape=None,
                  attention_axes=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
-                 seed: int | None = None, **kwargs) -> None:
+                 kernel_constraint=None, bias_constraint=None, seed: int | None = None,
+                 **kwargs) -> None:
         super().__init__(**kwargs)
         if attention_axes not in (None, 1, (1,), [1]):
             raise NotImplementedError("MultiHeadAttention: only attention over axis 1 "
@@ -111,14 +113,18 @@ class MultiHeadAttention(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
 
     def _dense(self, name: str, kernel_shape: tuple, bias_shape: tuple) -> tuple:
         k = self.add_weight(f"{name}_kernel", kernel_shape, self.kernel_initializer,
-                            regularizer=self.kernel_regularizer)
+                            regularizer=self.kernel_regularizer,
+                            constraint=self.kernel_constraint)
         b = self.add_weight(f"{name}_bias", bias_shape, self.bias_initializer,
-                            regularizer=self.bias_regularizer) if self.use_bias else None
+                            regularizer=self.bias_regularizer,
+                            constraint=self.bias_constraint) if self.use_bias else None
         return k, b
 
     def build(self, query_shape, value_shape, key_shape=None) -> None:
@@ -227,7 +233,9 @@ class MultiHeadAttention(Layer):
                 "kernel_initializer": initializers.serialize(self.kernel_initializer),
                 "bias_initializer": initializers.serialize(self.bias_initializer),
                 "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-                "bias_regularizer": regularizers.serialize(self.bias_regularizer)}
+                "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint)}
 
 
 class Attention(SeededLayer):

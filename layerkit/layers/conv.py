@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 from layerkit.layers import activations
+from layerkit.layers.backend_config import image_data_format
 from layerkit.layers.core import add_kernel_bias, kernel_bias_config, kernel_bias_options
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
@@ -56,10 +57,10 @@ def check_padding(layer: str, padding: str, causal: bool = False) -> str:
 
 
 def check_data_format(layer: str, data_format) -> str:
-    """``None`` (Keras's default, ``'channels_last'``), ``'channels_last'`` or
-    ``'channels_first'``."""
+    """``None`` (``lk.keras.backend.image_data_format()``, ``'channels_last'`` unless set),
+    ``'channels_last'`` or ``'channels_first'``."""
     if data_format is None:
-        return "channels_last"
+        return image_data_format()
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError(f"{layer}: `data_format` must be 'channels_last' or "
                          f"'channels_first'; received {data_format!r}")
@@ -286,6 +287,7 @@ class _DepthwiseConv(_Conv):
         config = {**super().get_config(), "depth_multiplier": self.depth_multiplier}
         config["depthwise_initializer"] = config.pop("kernel_initializer")
         config["depthwise_regularizer"] = config.pop("kernel_regularizer")
+        config["depthwise_constraint"] = config.pop("kernel_constraint")
         return config
 
 

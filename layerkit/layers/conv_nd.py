@@ -6,7 +6,7 @@ checks, the channels-first transpose path, padding) is in ``conv.py``.
 """
 from __future__ import annotations
 
-from layerkit import initializers, regularizers
+from layerkit import constraints, initializers, regularizers
 from layerkit.layers import activations
 from layerkit.layers.conv import _Conv, _ConvND, _ConvTranspose, _DepthwiseConv, ntuple
 from layerkit.primitives import conv_nd as _cnd
@@ -119,7 +119,7 @@ class _SeparableConv(_Conv):
         self.depth_multiplier = ntuple(cls, "depth_multiplier", depth_multiplier, 1)[0]
         self.pointwise_initializer = initializers.get(pointwise_initializer)
         self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
-        self.pointwise_constraint = pointwise_constraint
+        self.pointwise_constraint = constraints.get(pointwise_constraint)
 
     def build(self, input_shape) -> None:
         c = self._channels(input_shape)
@@ -151,9 +151,11 @@ class _SeparableConv(_Conv):
         config = super().get_config()
         config["depthwise_initializer"] = config.pop("kernel_initializer")
         config["depthwise_regularizer"] = config.pop("kernel_regularizer")
+        config["depthwise_constraint"] = config.pop("kernel_constraint")
         return {**config, "filters": self.filters, "depth_multiplier": self.depth_multiplier,
                 "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-                "pointwise_regularizer": regularizers.serialize(self.pointwise_regularizer)}
+                "pointwise_regularizer": regularizers.serialize(self.pointwise_regularizer),
+                "pointwise_constraint": constraints.serialize(self.pointwise_constraint)}
 
 
 class SeparableConv1D(_SeparableConv):

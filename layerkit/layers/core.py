@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from layerkit import initializers, regularizers
+from layerkit import constraints, initializers, regularizers
 from layerkit._core.op import Op, apply
 from layerkit.layers import activations
 from layerkit.layers.input_spec import InputSpec
@@ -40,7 +40,8 @@ def kernel_bias_options(layer: Layer, activation, use_bias: bool, kernel_initial
     layer.bias_initializer = initializers.get(bias_initializer)
     layer.kernel_regularizer = regularizers.get(kernel_regularizer)
     layer.bias_regularizer = regularizers.get(bias_regularizer)
-    layer.kernel_constraint, layer.bias_constraint = kernel_constraint, bias_constraint
+    layer.kernel_constraint = constraints.get(kernel_constraint)
+    layer.bias_constraint = constraints.get(bias_constraint)
 
 
 def add_kernel_bias(layer: Layer, kernel_name: str, kernel_shape: tuple, units: int) -> None:
@@ -60,7 +61,9 @@ def kernel_bias_config(layer: Layer) -> dict:
             "kernel_initializer": initializers.serialize(layer.kernel_initializer),
             "bias_initializer": initializers.serialize(layer.bias_initializer),
             "kernel_regularizer": regularizers.serialize(layer.kernel_regularizer),
-            "bias_regularizer": regularizers.serialize(layer.bias_regularizer)}
+            "bias_regularizer": regularizers.serialize(layer.bias_regularizer),
+            "kernel_constraint": constraints.serialize(layer.kernel_constraint),
+            "bias_constraint": constraints.serialize(layer.bias_constraint)}
 
 
 class Dense(Layer):
@@ -273,7 +276,7 @@ class Embedding(Layer):
         self.output_dim = _positive_int("Embedding", "output_dim", output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
-        self.embeddings_constraint = embeddings_constraint
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = bool(mask_zero)
         if self.mask_zero:
             enable_masks()
@@ -301,7 +304,8 @@ class Embedding(Layer):
         return {**super().get_config(), "input_dim": self.input_dim,
                 "output_dim": self.output_dim, "mask_zero": self.mask_zero,
                 "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
-                "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer)}
+                "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer),
+                "embeddings_constraint": constraints.serialize(self.embeddings_constraint)}
 
 
 class Identity(Layer):

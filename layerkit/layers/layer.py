@@ -20,18 +20,20 @@ import warnings
 
 import numpy as np
 
-from layerkit import initializers, regularizers
-from layerkit._core.convert import FLOATX, as_dtype, to_array
+from layerkit import constraints, initializers, regularizers
+from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
 from layerkit.layers import input_spec as _spec
 from layerkit.layers import symbolic as _sym
+from layerkit.layers.backend_config import floatx
 from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
 from layerkit.primitives.elementwise import cast
 
-__all__ = ["Layer", "reset_uids", "get_keras_mask", "set_keras_mask", "layer_from_config"]
+__all__ = ["Layer", "reset_uids", "get_keras_mask", "set_keras_mask", "layer_from_config",
+           "layer_to_config"]
 
 _STACK: list = []  # (layer, training) for each layer call in progress, outermost first
 _GEN = [0]  # incremented by each outermost call; scopes the losses added by add_loss
@@ -122,6 +124,59 @@ def _names_initializer(name: str) -> bool:
     return True
 
 
+def _policy_dtype(dtype):
+    """A Keras 3 ``DTypePolicy`` config (``{"class_name": "DTypePolicy", "config":
+    {"name": "float32"}}``) as its variable dtype; other values pass through."""
+    if not isinstance(dtype, dict):
+        return dtype
+    name = (dtype.get("config") or {}).get("name") if isinstance(dtype.get("config"), dict) \
+        else None
+    if not isinstance(name, str):
+        raise ValueError(f"Layer: cannot interpret the dtype policy {dtype!r}")
+    if name.startswith("mixed_"):
+        warnings.warn(f"Layer: the mixed-precision policy {name!r} runs in float32 in "
+                      f"layerkit (its variables' dtype)", stacklevel=4)
+        return "float32"
+    return name
+
+
+_SIMPLE = (str, int, float, bool, type(None))
+
+
+def _simple(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_simple(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _simple(v) for k, v in value.items())
+    return isinstance(value, _SIMPLE)
+
+
+def _auto_config(cls, args: tuple, kwargs: dict):
+    """Keras's automatic config of a user subclass: its constructor arguments (defaults
+    included) when all are plain JSON values, else None."""
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    params = inspect.signature(cls.__init__).parameters
+    config = {}
+    for name, value in list(bound.arguments.items())[1:]:
+        kind = params[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            if value:
+                return None
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            config.update(value)
+        elif kind is inspect.Parameter.POSITIONAL_ONLY:
+            return None
+        else:
+            config[name] = value
+    for base in ("name", "trainable", "dtype"):  # get_config gives the resolved values
+        config.pop(base, None)
+    return config if _simple(config) else None
+
+
 def _wrap_build(fn):
     @functools.wraps(fn)
     def build(self, *args, **kwargs):
@@ -168,6 +223,9 @@ class Layer(Tracked):
     # dtype, as Keras's do: NumPy promotion would otherwise give a float64 output.
     _cast_int_inputs = False
 
+    # The keywords Layer.__init__'s **kwargs takes (for configs written by Keras 3).
+    _closed_init_kwargs = _SHAPE_KWARGS + ("activity_regularizer",)
+
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
         if "build" in cls.__dict__:
@@ -179,7 +237,15 @@ class Layer(Tracked):
             if not cls.__module__.startswith("layerkit."):
                 enable_masks()  # a user's layer may create masks from unmasked inputs
 
-    def __init__(self, name: str | None = None, trainable: bool = True, dtype="float32",
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        # A user's subclass without its own get_config gets Keras's automatic config:
+        # the constructor arguments, when they are plain values.
+        if not cls.__module__.startswith("layerkit.") and cls.get_config in _DEFAULT_CONFIGS:
+            object.__setattr__(self, "_auto_config", _auto_config(cls, args, kwargs))
+        return self
+
+    def __init__(self, name: str | None = None, trainable: bool = True, dtype=None,
                  **kwargs) -> None:
         d = self.__dict__
         unknown = [k for k in kwargs if k not in _SHAPE_KWARGS + ("activity_regularizer",)]
@@ -192,10 +258,10 @@ class Layer(Tracked):
         elif shape is None and kwargs.get("input_dim") is not None:
             shape = (kwargs.get("batch_size"), kwargs["input_dim"])
         d.update(_tracked={}, _trainable_vars=[], _non_trainable_vars=[], _var_names={},
-                 _regularizers=[], _constraints={}, _losses=[], _eager_losses=[],
+                 _regularizers=[], _losses=[], _eager_losses=[],
                  _loss_gen=-1, _call_gen=-2, _building=False, built=False,
                  _trainable=bool(trainable), _batch_input_shape=shape,
-                 _dtype=as_dtype(dtype) if dtype is not None else FLOATX)
+                 _dtype=as_dtype(_policy_dtype(dtype) if dtype is not None else floatx()))
         d["activity_regularizer"] = regularizers.get(kwargs.get("activity_regularizer"))
         d["name"] = name or unique_name(type(self).__name__)
 
@@ -219,6 +285,36 @@ class Layer(Tracked):
 
     compute_dtype = variable_dtype = dtype
 
+    # ---- the functional graph ------------------------------------------------------------
+    def _first_node(self, what: str):
+        nodes = self.__dict__.get("_inbound_nodes")
+        if not nodes:
+            raise AttributeError(f"Layer '{self.name}' has never been called on symbolic "
+                                 f"inputs (lk.Input) and thus has no defined {what}")
+        return nodes[0]
+
+    @property
+    def input(self):
+        """The symbolic input of this layer's first call in a functional graph (a list
+        when that call took several), as Keras's ``layer.input``.
+
+        Raises:
+            AttributeError: the layer was never called on symbolic inputs.
+        """
+        inputs = self._first_node("input").inputs
+        return inputs[0] if len(inputs) == 1 else list(inputs)
+
+    @property
+    def output(self):
+        """The symbolic output of this layer's first call in a functional graph, as
+        Keras's ``layer.output`` (``lk.Model(model.input, layer.output)`` extracts
+        features).
+
+        Raises:
+            AttributeError: the layer was never called on symbolic inputs.
+        """
+        return self._first_node("output").outputs
+
     def add_weight(self, name=None, shape=None, initializer=None, dtype=None,
                    trainable: bool = True, regularizer=None, constraint=None) -> Variable:
         """Create a weight Variable owned by this layer (call it in __init__ or build).
@@ -233,7 +329,8 @@ class Layer(Tracked):
             dtype: default the layer's dtype.
             trainable: whether optimizers train it.
             regularizer: callable or name; its penalty is added to ``losses``.
-            constraint: callable applied to the value after each optimizer update.
+            constraint: a constraint (``lk.constraints``, a name or a callable) the
+                optimizer applies to the weight after each update.
 
         Raises:
             ValueError: if the layer is already built (state is locked after build).
@@ -269,7 +366,9 @@ class Layer(Tracked):
         except ValueError as e:
             raise ValueError(f"{type(self).__name__} '{self.name}': cannot create weight "
                              f"'{name}' of shape {shape} and dtype {dtype.name}: {e}") from e
+        constraint = constraints.get(constraint)
         var = Variable(value, trainable=trainable and self._trainable, name=name, dtype=dtype)
+        var.constraint = constraint
         self._track_variable(var, name, trainable=trainable)
         try:  # a value a checkpoint restore parked for this weight
             restored = trackable.apply_deferred(self, self._var_names[id(var)], var)
@@ -284,8 +383,6 @@ class Layer(Tracked):
             raise
         if regularizer is not None:
             self._regularizers.append((var, regularizers.get(regularizer)))
-        if constraint is not None:
-            self._constraints[id(var)] = constraint
         return var
 
     def get_weights(self) -> list:
@@ -395,7 +492,9 @@ class Layer(Tracked):
             self.build(shape_of(args[0]) if args else None)
         else:  # build(query_shape, value_shape, ...) gets the matching call arguments
             bound = inspect.signature(self.call).bind_partial(*args, **kwargs).arguments
-            self.build(**{p: shape_of(bound[p[:-6]]) for p in params if p[:-6] in bound})
+            shapes = {p: shape_of(bound[p[:-6]]) for p in params if p[:-6] in bound}
+            self.__dict__["_build_shapes_dict"] = shapes
+            self.build(**shapes)
         self.__dict__["built"] = True
         self.__dict__.setdefault("_build_shape", shape_of(args[0]) if args else None)
 
@@ -552,41 +651,132 @@ class Layer(Tracked):
 
     # ---- config and checkpoints ------------------------------------------------------------
     def get_config(self) -> dict:
-        """The constructor arguments as a JSON-able dict (``from_config`` inverts it)."""
+        """The constructor arguments as a JSON-able dict (``from_config`` inverts it).
+
+        A user's subclass that does not override it gets Keras 3's automatic config:
+        its constructor arguments, when they are all plain values (numbers, strings,
+        booleans, None and lists/dicts of them).
+
+        Raises:
+            NotImplementedError: a subclass whose constructor takes other arguments and
+                that does not override ``get_config``.
+        """
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = tuple(self._batch_input_shape)
-        if type(self).get_config is Layer.get_config:
+        if type(self).get_config in _DEFAULT_CONFIGS:
+            auto = self.__dict__.get("_auto_config")
+            if auto is not None:
+                return {**config, **auto}
             base = set(inspect.signature(Layer.__init__).parameters)
             extra = [p for p, v in inspect.signature(type(self).__init__).parameters.items()
                      if p not in base and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
             if extra:
                 raise NotImplementedError(
-                    f"Layer {type(self).__name__} has arguments {extra} in __init__ and "
-                    f"must override get_config() to return them")
+                    f"Layer {type(self).__name__} has arguments {extra} in __init__ that are "
+                    f"not plain values (numbers, strings, lists, ...), so it must override "
+                    f"get_config() to return them (and from_config() if needed)")
         return config
 
     @classmethod
     def from_config(cls, config: dict):
-        """Create a layer from :meth:`get_config`'s output."""
-        return cls(**config)
+        """Create a layer from :meth:`get_config`'s output (Keras 3's configs too).
+
+        ``name``, ``trainable`` and ``dtype`` are set after construction when the
+        constructor does not take them.
+        """
+        from layerkit._core.serialization import init_kwargs
+
+        config = init_kwargs(cls, config)
+        late = {}
+        params = inspect.signature(cls.__init__).parameters
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            late = {k: config.pop(k) for k in ("name", "trainable", "dtype")
+                    if k in config and k not in params}
+        layer = cls(**config)
+        if "name" in late:
+            layer.__dict__["name"] = late["name"]
+        if "trainable" in late:
+            layer.trainable = bool(late["trainable"])
+        return layer
+
+    def get_build_config(self) -> dict | None:
+        """The input shape(s) the layer was built for (``build_from_config`` rebuilds it),
+        or None when it is not built."""
+        if not self.built:
+            return None
+        shapes = self.__dict__.get("_build_shapes_dict")
+        if shapes:
+            return {"shapes_dict": {k: _shape_list(v) for k, v in shapes.items()}}
+        shape = self.__dict__.get("_build_shape")
+        return {"input_shape": _shape_list(shape)} if shape is not None else None
+
+    def build_from_config(self, config: dict) -> None:
+        """Create the weights from :meth:`get_build_config` output (Keras's too)."""
+        if not config:
+            return
+        if "input_shape" in config:
+            shape = _shape_tuple(config["input_shape"])
+            self.build(shape)
+            self.__dict__.setdefault("_build_shape", shape)
+        elif "shapes_dict" in config:
+            shapes = {k: _shape_tuple(v) for k, v in config["shapes_dict"].items()}
+            self.__dict__["_build_shapes_dict"] = shapes
+            self.build(**shapes)
+            self.__dict__.setdefault("_build_shape", next(iter(shapes.values()), None))
+        self.__dict__["built"] = True
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
 
-def layer_from_config(spec: dict) -> Layer:
-    """A new layer from ``{'class_name': ..., 'config': ...}`` (the class may be built in
-    or any defined Layer subclass); wrappers use it for the layers they hold.
+def layer_from_config(spec, custom_objects: dict | None = None) -> Layer:
+    """A new layer from its serialized config (``{'class_name': ..., 'config': ...}``,
+    Keras 3's schema or the older two-key form); wrappers use it for the layers they hold.
+
+    The class is found as :func:`layerkit.saving.deserialize_keras_object` finds it:
+    ``custom_objects``, the active custom-object scope, the ``lk.saving`` registry, then
+    layerkit's built-ins. A value that is not a dict (a layer already) passes through.
 
     Raises:
-        ValueError: no Layer subclass has that name.
+        ValueError: the class is unknown (the message says how to provide it).
     """
-    name = spec["class_name"]
-    stack = [Layer]
-    while stack:
-        cls = stack.pop()
-        if cls.__name__ == name:
-            return cls.from_config(spec["config"])
-        stack.extend(cls.__subclasses__())
-    raise ValueError(f"unknown layer class {name!r} in config: define or import it first")
+    if not isinstance(spec, dict):
+        return spec
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    return deserialize_keras_object(spec, custom_objects, kind="layers")
+
+
+def layer_to_config(layer: Layer) -> dict:
+    """The serialized config of a layer a wrapper holds (Keras 3's schema; the inverse of
+    :func:`layer_from_config`)."""
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(layer)
+
+
+_DEFAULT_CONFIGS = {Layer.get_config}
+
+
+def _shape_list(shape):
+    """A (nested) shape as JSON lists: ``(None, 3)`` -> ``[None, 3]``."""
+    if isinstance(shape, (list, tuple)):
+        return [_shape_list(d) for d in shape]
+    if isinstance(shape, dict):
+        return {k: _shape_list(v) for k, v in shape.items()}
+    return None if shape is None else int(shape)
+
+
+def _shape_tuple(shape):
+    """JSON lists back to a shape: a list of ints/None is a tuple, a list of lists a
+    list of tuples, a dict maps to shapes."""
+    if isinstance(shape, dict):
+        return {k: _shape_tuple(v) for k, v in shape.items()}
+    if isinstance(shape, (list, tuple)):
+        if any(isinstance(d, (list, tuple, dict)) for d in shape):
+            return [_shape_tuple(d) for d in shape]
+        return tuple(None if d is None else int(d) for d in shape)
+    return shape

@@ -2,7 +2,7 @@
 UnitNormalization."""
 from __future__ import annotations
 
-from layerkit import initializers, regularizers
+from layerkit import constraints, initializers, regularizers
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
 from layerkit.primitives import array as _array
@@ -51,7 +51,8 @@ class _Norm(Layer):
         self.gamma_initializer = initializers.get(gamma_initializer)
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
-        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
 
     def _scale_offset(self, input_shape) -> tuple:
         """Create gamma then beta (Keras order) of the normalized axes' shape."""
@@ -82,7 +83,9 @@ class _Norm(Layer):
                 "beta_initializer": initializers.serialize(self.beta_initializer),
                 "gamma_initializer": initializers.serialize(self.gamma_initializer),
                 "beta_regularizer": regularizers.serialize(self.beta_regularizer),
-                "gamma_regularizer": regularizers.serialize(self.gamma_regularizer)}
+                "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
+                "beta_constraint": constraints.serialize(self.beta_constraint),
+                "gamma_constraint": constraints.serialize(self.gamma_constraint)}
 
 
 class BatchNormalization(_Norm):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.layers.core import Activation, Dense, Embedding, Flatten
 from layerkit.layers.input_spec import InputSpec
-from layerkit.layers.layer import Layer, _mask_info, layer_from_config
+from layerkit.layers.layer import Layer, _mask_info, layer_from_config, layer_to_config
 from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
@@ -177,17 +177,19 @@ class RNN(Layer):
                   "stateful": self.stateful, "unroll": self.unroll,
                   "zero_output_for_mask": self.zero_output_for_mask}
         if type(self) is RNN:
-            config["cell"] = {"class_name": type(self.cell).__name__,
-                              "config": self.cell.get_config()}
+            config["cell"] = layer_to_config(self.cell)
         return config
 
     @classmethod
-    def from_config(cls, config: dict):
-        config = dict(config)
-        cell = config.pop("cell", None)
-        if isinstance(cell, dict):
-            cell = layer_from_config(cell)
-        return cls(cell, **config) if cell is not None else cls(**config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A layer from :meth:`get_config` output (Keras's too); a custom cell class must
+        be registered or given in ``custom_objects`` (as in Keras)."""
+        from layerkit._core.serialization import init_kwargs
+
+        config = init_kwargs(cls, config)
+        if "cell" in config:
+            config["cell"] = layer_from_config(config["cell"], custom_objects)
+        return cls(**config)
 
 
 class _CellRNN(RNN):
@@ -291,8 +293,8 @@ class Bidirectional(Layer):
 
     @staticmethod
     def _clone(layer: RNN, prefix: str, go_backwards: bool) -> RNN:
-        config = {**layer.get_config(), "name": prefix + layer.name,
-                  "go_backwards": go_backwards}
+        name = layer.name[len(prefix):] if layer.name.startswith(prefix) else layer.name
+        config = {**layer.get_config(), "name": prefix + name, "go_backwards": go_backwards}
         return type(layer).from_config(config)
 
     def build(self, input_shape) -> None:
@@ -340,16 +342,20 @@ class Bidirectional(Layer):
         return [mask, mask] if self.merge_mode is None else mask
 
     def get_config(self) -> dict:
-        layer = self.forward_layer
-        inner = {**layer.get_config(), "name": layer.name[len("forward_"):]}
         return {**super().get_config(), "merge_mode": self.merge_mode,
-                "layer": {"class_name": type(layer).__name__, "config": inner}}
+                "layer": layer_to_config(self.forward_layer),
+                "backward_layer": layer_to_config(self.backward_layer)}
 
     @classmethod
-    def from_config(cls, config: dict):
-        config = dict(config)
-        spec = config.pop("layer")
-        return cls(layer_from_config(spec), **config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A layer from :meth:`get_config` output (Keras's too)."""
+        from layerkit._core.serialization import init_kwargs
+
+        config = init_kwargs(cls, config)
+        config["layer"] = layer_from_config(config["layer"], custom_objects)
+        if config.get("backward_layer") is not None:
+            config["backward_layer"] = layer_from_config(config["backward_layer"], custom_objects)
+        return cls(**config)
 
 
 # Layers whose output for a sample depends on that sample only and that draw nothing at
@@ -418,10 +424,13 @@ class TimeDistributed(Layer):
         return _array.stack(outs, axis=1)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "layer": {"class_name": type(self.layer).__name__,
-                                                  "config": self.layer.get_config()}}
+        return {**super().get_config(), "layer": layer_to_config(self.layer)}
 
     @classmethod
-    def from_config(cls, config: dict):
-        config = dict(config)
-        return cls(layer_from_config(config.pop("layer")), **config)
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A layer from :meth:`get_config` output (Keras's too)."""
+        from layerkit._core.serialization import init_kwargs
+
+        config = init_kwargs(cls, config)
+        config["layer"] = layer_from_config(config["layer"], custom_objects)
+        return cls(**config)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from layerkit import initializers, regularizers
+from layerkit import constraints, initializers, regularizers
 from layerkit.layers import activations
-from layerkit.layers.layer import Layer, layer_from_config
+from layerkit.layers.layer import Layer, layer_from_config, layer_to_config
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
@@ -59,7 +59,9 @@ class _Cell(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.constraints = (kernel_constraint, recurrent_constraint, bias_constraint)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.dropout, self.recurrent_dropout = min(1.0, dropout), min(1.0, recurrent_dropout)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
@@ -77,13 +79,13 @@ class _Cell(Layer):
         n = self.gates * self.units
         self.kernel = self.add_weight("kernel", (input_shape[-1], n), self.kernel_initializer,
                                       regularizer=self.kernel_regularizer,
-                                      constraint=self.constraints[0])
+                                      constraint=self.kernel_constraint)
         self.recurrent_kernel = self.add_weight(
             "recurrent_kernel", (self.units, n), self.recurrent_initializer,
-            regularizer=self.recurrent_regularizer, constraint=self.constraints[1])
+            regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
         self.bias = self.add_weight("bias", self._bias_shape(), self._bias_init(),
                                     regularizer=self.bias_regularizer,
-                                    constraint=self.constraints[2]) if self.use_bias else None
+                                    constraint=self.bias_constraint) if self.use_bias else None
 
     def _bias_shape(self) -> tuple:
         return (self.gates * self.units,)
@@ -162,6 +164,9 @@ class _Cell(Layer):
                 "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
                 "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
                 "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+                "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint),
                 "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
                 "seed": self.seed}
 
@@ -374,11 +379,11 @@ class StackedRNNCells(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(),
-                "cells": [{"class_name": type(c).__name__, "config": c.get_config()}
-                          for c in self.cells]}
+                "cells": [layer_to_config(c) for c in self.cells]}
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """Stacked cells from :meth:`get_config` output (Keras's too)."""
         config = dict(config)
-        cells = [layer_from_config(c) for c in config.pop("cells")]
+        cells = [layer_from_config(c, custom_objects) for c in config.pop("cells")]
         return cls(cells, **config)

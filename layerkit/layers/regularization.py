@@ -224,4 +224,6 @@ class ActivityRegularization(Layer):
         return input_shape
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "l1": self.l1, "l2": self.l2}
+        config = {**super().get_config(), "l1": self.l1, "l2": self.l2}
+        config.pop("activity_regularizer", None)  # derived from l1/l2, as in Keras
+        return config

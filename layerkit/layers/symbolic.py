@@ -154,6 +154,7 @@ def call(layer, args: tuple, kwargs: dict):
     structure, specs = probe(layer, args, kwargs)
     outs = [SymbolicTensor(shape, dtype, node, i) for i, (shape, dtype) in enumerate(specs)]
     node.outputs = pack_like(structure, outs)
+    layer.__dict__.setdefault("_inbound_nodes", []).append(node)
     return node.outputs
 
 

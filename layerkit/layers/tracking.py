@@ -10,6 +10,7 @@ import re
 
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
+from layerkit.primitives import random as _random
 
 _PENDING = trackable._PENDING_ATTR
 
@@ -196,6 +197,11 @@ class Tracked:
             elif is_container(v):
                 items = v.items() if isinstance(v, dict) else enumerate(v)
                 out.update({f"{attr}/{k}": x for k, x in items if isinstance(x, Tracked)})
+        # Random streams set as public attributes (Keras's ``self.seed_generator =
+        # SeedGenerator(1337)``) are saved with the layer, so a restore continues them.
+        for attr, v in vars(self).items():
+            if isinstance(v, _random.Generator) and not attr.startswith("_"):
+                out.setdefault(attr, v)
         return out
 
     def _checkpoint_variables(self) -> dict:

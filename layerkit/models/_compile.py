@@ -11,6 +11,7 @@ from layerkit import losses as _losses
 from layerkit import metrics as _metrics
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten
+from layerkit.checkpoint import trackable
 from layerkit.primitives import elementwise as _ew
 
 
@@ -77,6 +78,10 @@ class CompileLoss:
         self.weights = [1.0] * len(names) if ws is None else \
             [1.0 if w is None else float(w) for w in _per_output(ws, names, "loss_weights")]
         self._single = self.losses[0] if len(names) == 1 and self.weights[0] == 1.0 else None
+        trackable.settle(self)   # values a checkpoint restore parked for the trackers
+
+    def _checkpoint_children(self) -> dict:
+        return {t.name: t for t in self.metrics}
 
     def __call__(self, y_true, y_pred, sample_weight=None, regularization_losses=None):
         if self.losses is None:
@@ -170,6 +175,7 @@ class CompileMetrics(_metrics.Metric):
         self._entries = entries
         self.output_names = names
         self.built = True
+        trackable.settle(self)   # values a checkpoint restore parked for these metrics
 
     def update_state(self, y_true, y_pred, sample_weight=None) -> None:
         if y_true is None:
@@ -199,6 +205,9 @@ class CompileMetrics(_metrics.Metric):
     @property
     def variables(self) -> list:
         return [v for m in self.metrics for v in m.variables]
+
+    def _checkpoint_children(self) -> dict:
+        return {m.name: m for m in self.metrics}
 
 
 def to_float(v):

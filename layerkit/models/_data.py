@@ -165,9 +165,10 @@ class ArrayFeeder:
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
         self.steps = steps
-        self._rng = np.random.default_rng(_random.next_seed()) if shuffle else None
-        self._cursor = 0  # next batch of the current pass, carried across epochs with `steps`
+        self._rng = _random.Generator(_random.next_seed()) if shuffle else None
+        self._cursor = 0  # batches of the current pass done (0: none drawn yet)
         self._pass: tuple = ((), None)
+        self._pass_rng = None  # the shuffling stream's state before the current pass
 
     @property
     def num_batches(self) -> int:
@@ -202,42 +203,74 @@ class ArrayFeeder:
         starts = list(range(0, self.n, self.batch_size))
         order = None
         if self.shuffle == "batch":
-            self._rng.shuffle(starts)
+            self._rng.numpy_generator.shuffle(starts)
         elif self.shuffle:
-            order = self._rng.permutation(self.n)
+            order = self._rng.numpy_generator.permutation(self.n)
         return starts, order
 
-    def epoch(self):
+    def epoch(self, done: int = 0):
         """Yield the batches of one epoch as tuples ``(x[, y[, sample_weight]])``.
 
         With ``steps`` (fit's steps_per_epoch) a pass over the data spans epochs, as in
         Keras 3: each epoch takes the next ``steps`` batches of the current pass, an epoch
         that reaches the end of the data stops there (with a warning if it was owed more
-        batches), and the next epoch starts a new, reshuffled pass.
+        batches), and the next epoch starts a new, reshuffled pass. ``done``: batches of
+        this epoch already trained (a resumed epoch yields only the rest).
         """
         n, bs = self.n, self.batch_size
-        if self.steps is None or self._cursor == 0:
+        if self._cursor == 0:
+            self._pass_rng = self._rng.get_state() if self._rng is not None else None
             self._pass = self._new_pass()
         starts, order = self._pass
-        if self.steps is None:
-            for s in starts:
-                e = min(s + bs, n)
-                yield self._batch(slice(s, e) if order is None else order[s:e])
-            return
-        for step in range(self.steps):
+        owed = None if self.steps is None else self.steps - done
+        produced = 0
+        while owed is None or produced < owed:
             if self._cursor >= len(starts):
-                warnings.warn(
-                    f"{self.what}: the input ran out of data after {step} of "
-                    f"steps_per_epoch={self.steps} batches in this epoch ({len(starts)} "
-                    f"batches per pass over the data); the next epoch starts a new pass",
-                    stacklevel=3)
+                if owed is not None:
+                    warnings.warn(
+                        f"{self.what}: the input ran out of data after {done + produced} of "
+                        f"steps_per_epoch={self.steps} batches in this epoch ({len(starts)} "
+                        f"batches per pass over the data); the next epoch starts a new pass",
+                        stacklevel=3)
                 break
             s = starts[self._cursor]
             self._cursor += 1
+            produced += 1
             e = min(s + bs, n)
             yield self._batch(slice(s, e) if order is None else order[s:e])
         if self._cursor >= len(starts):
             self._cursor = 0
+
+    def get_state(self) -> dict:
+        """The position in the data (for ``BackupAndRestore``): batches done in the current
+        pass and the shuffling stream (the pass's order is drawn again on restore)."""
+        return {"kind": "arrays", "n": self.n, "batch_size": self.batch_size,
+                "cursor": self._cursor, "pass_rng": self._pass_rng,
+                "rng": None if self._rng is None else self._rng.get_state()}
+
+    def set_state(self, state: dict) -> None:
+        """Continue from :meth:`get_state` of a feeder over the same data and settings.
+
+        Raises:
+            ValueError: the state is from different data (sample count, batch size,
+                shuffling) or not a feeder state.
+        """
+        mine = {"kind": "arrays", "n": self.n, "batch_size": self.batch_size}
+        if not isinstance(state, dict) or any(state.get(k) != v for k, v in mine.items()) \
+                or (state.get("rng") is None) != (self._rng is None):
+            got = {k: state.get(k) for k in mine} if isinstance(state, dict) else state
+            raise ValueError(f"{self.what}: cannot resume: the saved position is for other "
+                             f"data or settings ({got!r:.200}); this fit has {mine} "
+                             f"(shuffle={self.shuffle!r})")
+        self._cursor = int(state["cursor"])
+        if self._rng is not None:
+            if self._cursor:
+                self._rng.set_state(state["pass_rng"])
+                self._pass_rng = state["pass_rng"]
+                self._pass = self._new_pass()
+            self._rng.set_state(state["rng"])
+        elif self._cursor:
+            self._pass = self._new_pass()
 
 
 def _as_batch(element):
@@ -299,22 +332,27 @@ class IterableFeeder:
     def _fresh(self):
         return iter(self.data)
 
-    def epoch(self):
+    def epoch(self, done: int = 0):
+        """Yield the batches of one epoch (``done``: batches of it already trained, for a
+        resumed epoch: with ``steps`` only the rest are owed)."""
         if self.steps is None:
-            for element in self._fresh():
+            if self._it is None:
+                self._it = self._fresh()
+            for element in self._it:
                 yield _as_batch(element)
+            self._it = None
             return
         if self._it is None:
             self._it = self._fresh()
         produced = 0
         restarted = False
-        while produced < self.steps:
+        while produced < self.steps - done:
             try:
                 element = next(self._it)
             except StopIteration:
                 if restarted or not self._reiterable:
                     warnings.warn(
-                        f"{self.what}: the input ran out of data after {produced} of "
+                        f"{self.what}: the input ran out of data after {done + produced} of "
                         f"steps_per_epoch={self.steps} batches in this epoch; make sure the "
                         f"dataset can produce at least steps_per_epoch * epochs batches (e.g. "
                         f"with .repeat())", stacklevel=4)
@@ -328,6 +366,57 @@ class IterableFeeder:
             yield _as_batch(element)
 
     exhausted = False
+
+    def get_state(self) -> dict:
+        """The position in the data: the current iterator's own state (a
+        ``lk.data`` iterator's ``get_state()``), or None between passes.
+
+        Raises:
+            TypeError: the data is mid-pass and its iterator cannot save its position
+                (a Python generator, a plain iterable).
+        """
+        it = self._it
+        if it is None:
+            return {"kind": "iterable", "iterator": None, "exhausted": self.exhausted}
+        get = getattr(it, "get_state", None)
+        if get is None:
+            raise TypeError(
+                f"{self.what}: cannot save the position in the input data: its iterator "
+                f"({type(it).__name__}) has no get_state(); use array data or a "
+                f"lk.data.Dataset, or save only at epoch ends (save_freq='epoch') with a "
+                f"re-iterable input and no steps_per_epoch")
+        return {"kind": "iterable", "iterator": get(), "exhausted": self.exhausted}
+
+    def set_state(self, state: dict) -> None:
+        """Continue from :meth:`get_state` (a fresh iterator of the same data, moved to the
+        saved position).
+
+        Raises:
+            ValueError: not a state of an iterable feeder.
+            TypeError: the data cannot be restarted or its iterator cannot be positioned.
+        """
+        if not isinstance(state, dict) or state.get("kind") != "iterable":
+            raise ValueError(f"{self.what}: cannot resume: the saved position is not for a "
+                             f"dataset input ({state!r:.200})")
+        self.exhausted = bool(state.get("exhausted", False))
+        if state["iterator"] is None:
+            self._it = None
+            return
+        if not self._reiterable:
+            raise TypeError(f"{self.what}: cannot resume mid-pass: the input "
+                            f"({type(self.data).__name__}) can be iterated only once")
+        # Starting an iterator may draw seeds (an unseeded shuffle) from the global
+        # generator, which the same restore sets: leave it as it was.
+        rng_state = _random.get_state()
+        try:
+            it = self._fresh()
+        finally:
+            _random.set_state(rng_state)
+        if not callable(getattr(it, "set_state", None)):
+            raise TypeError(f"{self.what}: cannot resume mid-pass: the input's iterator "
+                            f"({type(it).__name__}) has no set_state()")
+        it.set_state(state["iterator"])
+        self._it = it
 
 
 def make_feeder(x, y=None, sample_weight=None, batch_size=32, shuffle=False, steps=None,

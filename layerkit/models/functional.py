@@ -13,6 +13,7 @@ import numpy as np
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.layers.backend_config import floatx
 from layerkit.layers.layer import set_keras_mask
 from layerkit.layers.symbolic import SymbolicTensor, map_structure
 
@@ -29,7 +30,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
         shape: the shape of one sample (without the batch axis); None entries are
             unknown sizes.
         batch_size: optional fixed batch size.
-        dtype: the dtype (default float32).
+        dtype: the dtype (default ``lk.keras.backend.floatx()``, float32 unless set).
         sparse: unsupported; must be None or False.
         batch_shape: the full shape including the batch axis (instead of ``shape``).
         name: the input's name (used to match dict inputs); default ``input_layer``,
@@ -67,7 +68,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
         n = _INPUT_UIDS[0]
         _INPUT_UIDS[0] += 1
         name = "input_layer" if n == 0 else f"input_layer_{n}"
-    return SymbolicTensor(batch_shape, dtype or "float32", name=name)
+    return SymbolicTensor(batch_shape, dtype or floatx(), name=name)
 
 
 def _check_symbolic(struct, what: str) -> list:
@@ -203,7 +204,15 @@ class Graph:
                     getattr(v, "_keras_mask", None):
                 set_keras_mask(v, masks[i])
             memo[id(sym)] = v
+        return self.replay(memo)
 
+    def replay(self, memo: dict, call=None):
+        """Run every node in order on the values in ``memo`` (``id(SymbolicTensor)`` ->
+        value, holding the inputs' values) and return the outputs' values.
+
+        ``call(node, args, kwargs)`` replaces ``node.layer(*args, **kwargs)`` when given
+        (``lk.models.clone_model`` replays the graph with new layers that way).
+        """
         def lookup(x):
             return memo[id(x)] if type(x) is SymbolicTensor else x
 
@@ -212,7 +221,7 @@ class Graph:
                          else lookup(a) for a in node.call_args)
             kwargs = {k: map_structure(lookup, v) for k, v in node.call_kwargs.items()} \
                 if node.call_kwargs else {}
-            out = node.layer(*args, **kwargs)
+            out = node.layer(*args, **kwargs) if call is None else call(node, args, kwargs)
             outs = node.outputs
             if type(outs) is SymbolicTensor:
                 memo[id(outs)] = out

@@ -37,21 +37,25 @@ As in Keras, a batch without targets reaches the steps as ``x`` itself, not ``(x
 """
 from __future__ import annotations
 
+import contextlib
+import json
+
 import numpy as np
 
 from layerkit import callbacks as _callbacks
 from layerkit import metrics as _metrics
 from layerkit import optimizers as _optimizers
-from layerkit._core import context
+from layerkit._core import context, distribution
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function import function as _function
 from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.autodiff.tape import GradientTape
+from layerkit.layers import layer as _layer_module
 from layerkit.layers.layer import Layer, gather_losses
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.layers.tracking import unique_name
-from layerkit.models import _compile, _data
+from layerkit.models import _compile, _data, _fit_state
 from layerkit.models import functional as _functional
 from layerkit.models import summary as _summary
 from layerkit.models._data import pack_x_y_sample_weight, unpack_x_y_sample_weight
@@ -148,9 +152,10 @@ class Model(Layer):
     def _init_training_state(self) -> None:
         d = self.__dict__
         d.update(optimizer=None, compiled=False, stop_training=False, history=None,
-                 run_eagerly=False, _compile_loss=None, _compile_metrics=None,
+                 run_eagerly=False, _fit_state=None, _compile_loss=None, _compile_metrics=None,
                  _loss_tracker=None, _implicit_build=False, _step_cache=None,
-                 _defer_logs=False, _step_functions={}, _step_functions_key=None)
+                 _defer_logs=False, _step_functions={}, _step_functions_key=None,
+                 _distribute_strategy=distribution.scope)
 
     # ---- structure -----------------------------------------------------------------------
     @property
@@ -160,12 +165,40 @@ class Model(Layer):
         return super().layers
 
     @property
-    def inputs(self):
-        return self._graph.inputs if self._graph is not None else None
+    def inputs(self) -> list | None:
+        """The model's symbolic inputs as a flat list (Keras 3), None before it has any."""
+        return list(self._graph.flat_inputs) if self._graph is not None else None
 
     @property
-    def outputs(self):
-        return self._graph.outputs if self._graph is not None else None
+    def outputs(self) -> list | None:
+        """The model's symbolic outputs as a flat list (Keras 3), None before it has any."""
+        return list(self._graph.flat_outputs) if self._graph is not None else None
+
+    def _structure(self, what: str):
+        if self._graph is None:
+            raise AttributeError(f"Model '{self.name}' has no symbolic {what} yet: build it "
+                                 f"on lk.Input tensors (or give a Sequential an lk.Input)")
+        return self._graph.inputs if what == "input" else self._graph.outputs
+
+    @property
+    def input(self):
+        """The symbolic input(s) in the structure the model was built with."""
+        return self._structure("input")
+
+    @property
+    def output(self):
+        """The symbolic output(s) in the structure the model was built with."""
+        return self._structure("output")
+
+    @property
+    def input_shape(self):
+        """The input shape(s) with None for unknown sizes (a tuple, or a list of them)."""
+        return _shapes(self._structure("input"))
+
+    @property
+    def output_shape(self):
+        """The output shape(s) with None for unknown sizes (a tuple, or a list of them)."""
+        return _shapes(self._structure("output"))
 
     @property
     def input_names(self) -> list:
@@ -292,10 +325,17 @@ class Model(Layer):
         self._loss_tracker = _LossTracker(name="loss")
         self.run_eagerly = bool(run_eagerly)
         self.compiled = True
-        self.__dict__["_compile_config"] = {"optimizer": optimizer, "loss": loss,
-                                            "metrics": metrics}
+        self.__dict__["_compile_config"] = _compile_snapshot(dict(
+            loss=loss, loss_weights=loss_weights, metrics=metrics,
+            weighted_metrics=weighted_metrics, run_eagerly=self.run_eagerly,
+            steps_per_execution=steps_per_execution, jit_compile=jit_compile))
         self.__dict__["_step_cache"] = None
         self.__dict__["_step_functions"] = {}
+        # lk.distribute: a model compiled (or created) in a strategy's scope trains with it
+        strategy = distribution.scope or self._distribute_strategy
+        self.__dict__["_distribute_strategy"] = strategy
+        if strategy is not None:
+            strategy.extended._compile(self)
 
     @property
     def compiled_loss(self):
@@ -376,7 +416,7 @@ class Model(Layer):
         if self._compile_loss is not None:
             total = self._compile_loss(y, y_pred, sample_weight)
         if type(self).losses is Layer.losses and self.built:
-            extra = gather_losses(self._step_info()[2])  # no tree walk per step
+            extra = gather_losses(self._step_info()[1])  # no tree walk per step
         else:
             extra = self.losses
         if extra:
@@ -398,24 +438,13 @@ class Model(Layer):
         return self.get_metrics_result()
 
     def _step_info(self) -> tuple:
-        """(trainable variables, constraints, [self] + submodules), built once per
-        fit/compile: walking the layer tree costs tens of microseconds per step."""
+        """(trainable variables, [self] + submodules), built once per fit/compile:
+        walking the layer tree costs tens of microseconds per step."""
         cache = self._step_cache
         if cache is None:
-            variables = self.trainable_variables
-            constraints = []
-            layers = [self] + self.submodules
-            for layer in layers:
-                cons = getattr(layer, "_constraints", None)
-                if cons:
-                    by_id = {id(v): v for v in layer.weights}
-                    constraints.extend((by_id[i], fn) for i, fn in cons.items() if i in by_id)
-            cache = (variables, constraints, layers)
+            cache = (self.trainable_variables, [self] + self.submodules)
             self.__dict__["_step_cache"] = cache
         return cache
-
-    def _trainable_and_constraints(self):
-        return self._step_info()[:2]
 
     def train_step(self, data) -> dict:
         """One optimisation step on a batch; returns the logs (override to customise)."""
@@ -424,11 +453,9 @@ class Model(Layer):
             y_pred = self(x, training=True)
             loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
                                      training=True)
-        variables, constraints = self._trainable_and_constraints()
+        variables = self._step_info()[0]
         grads = tape.gradient(loss, variables)
-        self.optimizer.apply(grads, variables)
-        for v, fn in constraints:
-            v.assign(fn(v))
+        self.optimizer.apply(grads, variables)  # (then the weights' constraints)
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         if self._defer_logs:
             # fit needs no per-batch logs (no batch callbacks): skip building them.
@@ -507,6 +534,9 @@ class Model(Layer):
 
     def _callback_list(self, callbacks, verbose, epochs, steps, mode, add_history=False):
         cbs = list(callbacks or [])
+        if self._distribute_strategy is not None:   # lk.distribute: rank 0's callbacks
+            cbs, verbose = self._distribute_strategy.extended._callbacks(self, cbs, verbose,
+                                                                         mode)
         history = None
         if add_history:
             history = _callbacks.History()
@@ -588,43 +618,60 @@ class Model(Layer):
                 val_feeder = _data.make_feeder(validation_data, None, None,
                                                validation_batch_size or batch_size, False,
                                                validation_steps, "fit (validation)")
+        dist = self._distribute_strategy
+        if dist is not None:   # lk.distribute: this rank's part of the data
+            feeder, val_feeder = dist.extended._fit_feeders(self, feeder, val_feeder)
         steps = feeder.num_batches
+        # The loop position, read and restored by callbacks (BackupAndRestore) through
+        # model._fit_state while fit runs.
+        state = _fit_state.FitState(self, feeder, initial_epoch)
+        self.__dict__["_fit_state"] = state
         cbl, history = self._callback_list(callbacks, verbose, epochs, steps, "train",
                                            add_history=True)
         self.stop_training = False
         self.__dict__["_step_cache"] = None
         begin = cbl._active["on_train_batch_begin"]
         end = cbl._active["on_train_batch_end"]
-        cbl.on_train_begin()
+        try:
+            cbl.on_train_begin()
+        except BaseException:
+            self.__dict__["_fit_state"] = None
+            raise
         logs: dict = {}
         # The default train_step builds its logs only when a batch callback reads them.
         self.__dict__["_defer_logs"] = not any(
             getattr(getattr(fn, "__self__", None), "needs_batch_logs", True) for fn in end)
         self._check_step_functions()
         try:
-            logs = self._fit_epochs(feeder, val_feeder, cbl, cw, initial_epoch, epochs,
-                                    validation_freq, begin, end)
+            with dist.scope() if dist is not None else contextlib.nullcontext():
+                logs = self._fit_epochs(state, val_feeder, cbl, cw, epochs, validation_freq,
+                                        begin, end)
         finally:
             self.__dict__["_defer_logs"] = False
+            self.__dict__["_fit_state"] = None
             self._remember_step_functions()
         cbl.on_train_end(logs)
         self.history = history
         return history
 
-    def _fit_epochs(self, feeder, val_feeder, cbl, cw, initial_epoch, epochs, validation_freq,
-                    begin, end) -> dict:
+    def _fit_epochs(self, state, val_feeder, cbl, cw, epochs, validation_freq, begin,
+                    end) -> dict:
         train_step = self._step_function("train")
+        feeder, first_epoch = state.feeder, state.epoch
         logs: dict = {}
-        for epoch in range(initial_epoch, epochs):
-            self.reset_metrics()
+        for epoch in range(first_epoch, epochs):
+            state.epoch, done = epoch, state.step   # done > 0: a resumed epoch
+            if not done:
+                self.reset_metrics()
             cbl.on_epoch_begin(epoch)
-            step = -1
-            for step, batch in enumerate(feeder.epoch()):
+            step = done - 1
+            for step, batch in enumerate(feeder.epoch(done), start=done):
                 if cw is not None:
                     batch = _with_class_weight(batch, cw)
                 for fn in begin:
                     fn(step, {})
                 logs = train_step(batch)
+                state.step = step + 1
                 if end:
                     batch_logs = {} if logs is _DEFERRED else _floats(logs)
                     for fn in end:
@@ -632,15 +679,21 @@ class Model(Layer):
                 if self.stop_training:
                     break
             if step < 0:
-                if epoch == initial_epoch:
+                if epoch == first_epoch:
                     raise ValueError(
                         "fit: the training data produced no batches (an empty dataset?); "
                         "expected at least one batch per epoch"
                     )
                 break
-            if logs is _DEFERRED:
+            if step < done:   # resumed after the epoch's last batch: its logs were saved
+                logs = state.resumed_epoch_logs()
+            elif logs is _DEFERRED:
                 logs = self.get_metrics_result()
             epoch_logs = dict(_floats(logs))
+            if self._distribute_strategy is not None:   # lk.distribute: over all ranks
+                epoch_logs = self._distribute_strategy.extended._reduce_logs(self, epoch_logs,
+                                                                             True)
+            state.epoch, state.step = epoch + 1, 0
             if val_feeder is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_loop(val_feeder, cbl, internal=True)
                 epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})
@@ -669,6 +722,8 @@ class Model(Layer):
         if step < 0 and not internal:
             raise ValueError("evaluate: the data produced no batches (an empty dataset?)")
         logs = _floats(logs)
+        if self._distribute_strategy is not None:   # lk.distribute: over all ranks
+            logs = self._distribute_strategy.extended._reduce_logs(self, logs)
         cbl.on_test_end(logs)
         return logs
 
@@ -685,6 +740,8 @@ class Model(Layer):
         verbose = _data.check_verbose(verbose, "evaluate")
         _data.check_count(steps, "steps", "evaluate", optional=True)
         feeder = _data.make_feeder(x, y, sample_weight, batch_size, False, steps, "evaluate")
+        if self._distribute_strategy is not None:   # lk.distribute: this rank's part
+            feeder = self._distribute_strategy.extended._evaluate_feeder(feeder)
         cbl, _ = self._callback_list(callbacks, verbose, 1, feeder.num_batches, "evaluate")
         self._check_step_functions()
         try:
@@ -887,11 +944,155 @@ class Model(Layer):
         raise ValueError(f"Unrecognized format={format!r}: Model.export supports "
                          f"format='onnx'")
 
-    def get_compile_config(self) -> dict | None:
-        return self.__dict__.get("_compile_config")
+    # ---- whole-model saving and configs ---------------------------------------------------
+    def save(self, filepath, overwrite: bool = True, zipped=None, **kwargs) -> str:
+        """Save the whole model as a Keras 3 ``.keras`` archive (architecture, weights,
+        optimizer state); see :func:`layerkit.saving.save_model`.
+
+        Returns:
+            The path written.
+        """
+        from layerkit.saving.saving_lib import save_model
+
+        if zipped is not None and not zipped:
+            raise ValueError(f"save({filepath!r}): only zipped .keras archives are written "
+                             f"(zipped=False is not supported)")
+        return save_model(self, filepath, overwrite=overwrite, **kwargs)
+
+    def to_json(self, **kwargs) -> str:
+        """The model's config as a JSON string (``lk.models.model_from_json`` inverts it;
+        Keras 3's ``model_from_json`` reads it). ``kwargs`` go to ``json.dumps``."""
+        import json
+
+        from layerkit.saving.serialization_lib import ObjectSharingScope, serialize_keras_object
+
+        with ObjectSharingScope():
+            config = serialize_keras_object(self)
+        return json.dumps(config, **kwargs)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable}
+        """The model's config: Keras 3's functional config (layers, their calls, inputs
+        and outputs) for a functional model; for a subclassed model, its constructor
+        arguments (override it, as in Keras, when they are not plain values)."""
+        if self._graph is not None and _functional_like(type(self)):
+            from layerkit.models.functional_config import functional_config
+
+            return functional_config(self)
+        return Layer.get_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None):
+        """A new model (fresh weights) from :meth:`get_config` output or Keras 3's.
+
+        Raises:
+            TypeError: a subclassed model whose constructor does not take its config
+                (implement ``get_config``/``from_config``).
+            ValueError: an unknown layer class or a malformed functional config.
+        """
+        if all(k in config for k in ("layers", "input_layers", "output_layers")) \
+                and _functional_like(cls):
+            from layerkit.models.functional_config import functional_from_config
+
+            return functional_from_config(cls, dict(config), custom_objects)
+        try:
+            return super().from_config(config)
+        except TypeError as e:
+            raise TypeError(
+                f"{cls.__name__}.from_config: could not create the model from its config "
+                f"{sorted(config)} ({e}). A subclassed model's get_config() must return the "
+                f"arguments of its constructor (or define from_config), as in Keras") from e
+
+    def get_build_config(self) -> dict | None:
+        """The input shape(s) to rebuild a subclassed model's weights (None otherwise)."""
+        if self._graph is not None:
+            return None
+        return super().get_build_config()
+
+    def build_from_config(self, config: dict) -> None:
+        """Build from :meth:`get_build_config` output (subclassed: one call on zeros)."""
+        if self._graph is None and not self.built and config \
+                and config.get("input_shape") is not None:
+            from layerkit.layers.layer import _shape_tuple
+
+            self.build(_shape_tuple(config["input_shape"]))
+            self.__dict__["built"] = True
+
+    def get_compile_config(self) -> dict | None:
+        """The arguments of :meth:`compile` (serialized), or None if not compiled."""
+        snapshot = self.__dict__.get("_compile_config")
+        if not self.compiled or snapshot is None:
+            return None
+        from layerkit.saving.serialization_lib import serialize_keras_object
+
+        raw, config = snapshot
+        if config is None:  # not serializable: raise the error now, with its message
+            config = serialize_keras_object(raw)
+        elif '"__lambda__"' in json.dumps(config):
+            import warnings
+
+            warnings.warn(f"model '{self.name}': the loss or a metric is a Python lambda, "
+                          f"saved only as a marker; the saved compile config cannot be "
+                          f"loaded again", stacklevel=2)
+        # the optimizer as it is now (its learning rate may have changed since compile)
+        return {"optimizer": serialize_keras_object(self.optimizer), **config}
+
+    def compile_from_config(self, config: dict) -> None:
+        """Compile with :meth:`get_compile_config` output (Keras 3's too), then create
+        the optimizer's variables so that a saved optimizer state can be loaded."""
+        from layerkit.saving.serialization_lib import deserialize_keras_object
+
+        kinds = {"optimizer": "optimizers", "loss": "losses", "metrics": "metrics",
+                 "weighted_metrics": "metrics"}
+        try:
+            args = {k: deserialize_keras_object(v, kind=kinds.get(k))
+                    for k, v in config.items()
+                    if k in kinds or k in ("loss_weights", "run_eagerly", "steps_per_execution",
+                                           "jit_compile")}
+        except (ValueError, TypeError, NotImplementedError) as e:
+            raise type(e)(f"model '{self.name}': cannot compile it as it was saved: {e}. "
+                          f"Load it with compile=False and call compile() yourself") from e
+        if args.get("optimizer") is None:
+            args.pop("optimizer", None)
+        if type(self).compile is not Model.compile:
+            import warnings
+
+            warnings.warn(f"model '{self.name}': compile() was not called while loading "
+                          f"because {type(self).__name__} overrides it; call compile() "
+                          f"yourself (or override compile_from_config)", stacklevel=2)
+            return
+        self.compile(**args)
+        if self.built and self.trainable_variables:
+            self.optimizer.build(self.trainable_variables)
+
+
+def _compile_snapshot(args: dict) -> tuple:
+    """(compile arguments, their serialized form or None): taken at compile time, since
+    compiling renames metric objects (``out_auc``) that the user passed."""
+    import warnings
+
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (get_compile_config warns about lambdas)
+            return args, serialize_keras_object(args)
+    except (TypeError, ValueError, NotImplementedError):
+        return args, None
+
+
+def _functional_like(cls) -> bool:
+    """Keras's rule: a Model class whose constructor is Model's (or takes *args and
+    **kwargs) is saved and rebuilt as a functional model."""
+    import inspect
+
+    if cls.__init__ is Model.__init__:
+        return True
+    params = inspect.signature(cls.__init__).parameters.values()
+    return any(p.kind is p.VAR_POSITIONAL for p in params) and \
+        any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+_layer_module._DEFAULT_CONFIGS.add(Model.get_config)
 
 
 def _weights_format(path: str) -> str:
@@ -1051,3 +1252,10 @@ def _traced_step(model: Model, kind: str):
     def predict_step(data):
         return model.predict_step(data)
     return _function(predict_step)
+
+
+def _shapes(structure):
+    flat = flatten(structure)
+    shapes = [tuple(t.shape) for t in flat]
+    return shapes[0] if len(shapes) == 1 and not isinstance(structure, (list, tuple, dict)) \
+        else shapes

@@ -1,8 +1,6 @@
 """``lk.Sequential``: a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from layerkit._core.tensor import Tensor
@@ -39,6 +37,7 @@ class Sequential(Model):
         self._stack = []  # tracked list: weights and checkpoint order follow it
         self.__dict__["_input_shape"] = None
         self.__dict__["_symbolic"] = []  # (layer, output shape) once built symbolically
+        self.__dict__["_sym_outs"] = []  # each layer's symbolic output, in step
         for layer in layers or []:
             self.add(layer)
 
@@ -65,6 +64,7 @@ class Sequential(Model):
             self.__dict__["_input_shape"] = tuple(layer.shape)
             self.__dict__["_input_dtype"] = layer.dtype
             self.__dict__["_input_name"] = layer.name
+            self.__dict__["_sym_input"] = layer
             return
         if not isinstance(layer, Layer):
             raise TypeError(
@@ -86,25 +86,47 @@ class Sequential(Model):
             raise IndexError(f"Sequential '{self.name}' has no layers to pop")
         layer = self._stack.pop()
         self.__dict__["_symbolic"] = self._symbolic[:len(self._stack)]
+        self.__dict__["_sym_outs"] = self._sym_outs[:len(self._stack)]
         self.__dict__["_step_cache"] = None
         return layer
 
     def _build_symbolic(self, input_shape) -> None:
         # Run the stack on symbolic tensors: builds every layer and records output shapes.
-        done = self._symbolic
+        done, outs = self._symbolic, self._sym_outs
         if done:
-            x = SymbolicTensor(done[-1][1], done[-1][2])
+            x = outs[-1]
         else:
-            x = SymbolicTensor((None,) + tuple(input_shape)[1:],
-                               self.__dict__.get("_input_dtype") or self._dtype)
+            x = self.__dict__.get("_sym_input")
+            if x is None or tuple(x.shape[1:]) != tuple(input_shape)[1:]:
+                x = SymbolicTensor((None,) + tuple(input_shape)[1:],
+                                   self.__dict__.get("_input_dtype") or self._dtype,
+                                   name=self.__dict__.get("_input_name"))
+                self.__dict__["_sym_input"] = x
         for layer in self._stack[len(done):]:
             x = layer(x)
             if not isinstance(x, SymbolicTensor):
                 raise TypeError(f"Sequential '{self.name}': layer '{layer.name}' returned "
                                 f"{type(x).__name__}; each layer must return one tensor")
             done.append((layer, x.shape, x.dtype))
+            outs.append(x)
         self.__dict__["built"] = True
         self.__dict__["_build_shape"] = (None,) + tuple(input_shape)[1:]
+
+    @property
+    def inputs(self) -> list | None:
+        """``[the symbolic input]`` once the input shape is known, else None."""
+        return [self._sym_input] if self._symbolic else None
+
+    @property
+    def outputs(self) -> list | None:
+        """``[the last layer's symbolic output]`` once built, else None."""
+        return [self._sym_outs[-1]] if self._symbolic else None
+
+    def _structure(self, what: str):
+        if not self._symbolic:
+            raise AttributeError(f"Sequential '{self.name}' has no symbolic {what} yet: give "
+                                 f"it an lk.Input first or build it with an input shape")
+        return self._sym_input if what == "input" else self._sym_outs[-1]
 
     def _symbolic_shapes(self) -> list:
         return [(layer, shape) for layer, shape, _ in self._symbolic]
@@ -142,45 +164,82 @@ class Sequential(Model):
         return x
 
     def get_config(self) -> dict:
-        config = {"name": self.name, "trainable": self.trainable,
-                  "layers": [{"class_name": type(x).__name__, "config": x.get_config()}
-                             for x in self._stack]}
-        if self._input_shape is not None:
-            config["build_input_shape"] = list(self._input_shape)
-            dtype = self.__dict__.get("_input_dtype")
-            if dtype is not None:
-                config["input_dtype"] = np.dtype(dtype).name
+        """Keras 3's Sequential config: an ``InputLayer`` entry (when the input shape is
+        known), then each layer's full config (``lk.saving.serialize_keras_object``)."""
+        from layerkit.saving.serialization_lib import serialize_keras_object
+
+        layers = []
+        shape = self._input_shape
+        if shape is not None:
+            dtype = np.dtype(self.__dict__.get("_input_dtype") or self._dtype).name
+            layers.append({"module": "keras.layers", "class_name": "InputLayer",
+                           "config": {"batch_shape": [None] + list(shape)[1:], "dtype": dtype,
+                                      "sparse": False, "ragged": False,
+                                      "name": self.__dict__.get("_input_name") or
+                                      "input_layer", "optional": False},
+                           "registered_name": None})
+        for layer in self._stack:
+            entry = serialize_keras_object(layer)
+            if shape is not None:
+                entry["config"].pop("batch_input_shape", None)  # the InputLayer says it
+            layers.append(entry)
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype,
+                  "layers": layers}
+        if shape is not None:
+            config["build_input_shape"] = [None] + list(shape)[1:]
         return config
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
-        """A new (freshly initialised) model from :meth:`get_config`'s output.
+        """A new (freshly initialised) model from :meth:`get_config`'s output or Keras 3's.
 
         Args:
             config: the dict from ``get_config``.
-            custom_objects: ``{class_name: class}`` for layers not in ``lk.layers`` (and
-                ``{name: function}`` for the functions of ``Lambda`` layers).
+            custom_objects: ``{class_name: class}`` for layers that are neither built in
+                nor registered (``lk.saving.register_serializable``), and
+                ``{name: function}`` for the functions of ``Lambda`` layers.
 
         Raises:
-            ValueError: a layer class that is neither built in nor in custom_objects.
+            ValueError: a layer class that is neither built in nor registered nor in
+                custom_objects.
         """
-        from layerkit import layers as _layers
         from layerkit.models.functional import Input
+        from layerkit.saving.object_registration import CustomObjectScope
+        from layerkit.saving.serialization_lib import deserialize_keras_object
 
-        config = dict(config)
-        specs = config.pop("layers", [])
-        shape = config.pop("build_input_shape", None)
-        dtype = config.pop("input_dtype", None)
-        model = cls(**config)
-        if shape is not None:
-            model.add(Input(batch_shape=tuple(shape), dtype=dtype))
-        for spec in specs:
-            name = spec["class_name"]
-            layer_cls = (custom_objects or {}).get(name) or getattr(_layers, name, None)
-            if not (isinstance(layer_cls, type) and issubclass(layer_cls, Layer)):
-                raise ValueError(f"Sequential.from_config: unknown layer class {name!r}; pass "
-                                 f"it as custom_objects={{{name!r}: cls}}")
-            takes = "custom_objects" in inspect.signature(layer_cls.from_config).parameters
-            model.add(layer_cls.from_config(spec["config"], custom_objects=custom_objects)
-                      if takes else layer_cls.from_config(spec["config"]))
+        specs = config.get("layers", [])
+        if not isinstance(specs, list):
+            raise ValueError(f"Sequential.from_config: 'layers' must be a list of layer "
+                             f"configs; received {type(specs).__name__}")
+        model = cls(name=config.get("name"), trainable=config.get("trainable", True))
+        shape = config.get("build_input_shape")
+        dtype = config.get("input_dtype")
+        input_name = None
+        with CustomObjectScope(custom_objects):
+            for i, spec in enumerate(specs):
+                if isinstance(spec, dict) and spec.get("class_name") == "InputLayer" and i == 0:
+                    inner = spec.get("config") or {}
+                    shape = inner.get("batch_shape", inner.get("batch_input_shape", shape))
+                    dtype = inner.get("dtype", dtype)
+                    input_name = inner.get("name")
+                    continue
+                if shape is not None and not model._input_shape:
+                    model.add(Input(batch_shape=tuple(shape), dtype=dtype, name=input_name))
+                layer = deserialize_keras_object(spec, kind="layers")
+                if not isinstance(layer, Layer):
+                    raise ValueError(f"Sequential.from_config: entry {i} is a "
+                                     f"{type(layer).__name__}, not a layer")
+                model.add(layer)
+        if shape is not None and not model._input_shape:
+            model.add(Input(batch_shape=tuple(shape), dtype=dtype, name=input_name))
         return model
+
+    def get_build_config(self) -> dict | None:
+        """``{"input_shape": [None, ...]}`` once the input shape is known, else None."""
+        shape = self._input_shape
+        return {"input_shape": [None] + list(shape)[1:]} if shape is not None else None
+
+    def build_from_config(self, config: dict) -> None:
+        """Build from :meth:`get_build_config` output (Keras's too)."""
+        if config and config.get("input_shape") is not None and not self.built:
+            self.build(tuple(config["input_shape"]))

@@ -80,22 +80,19 @@ def _probe_shapes(model, layers) -> dict:
 
 def print_summary(model, line_length=None, print_fn=None, expand_nested: bool = False,
                   show_trainable: bool = False) -> None:
-    if not model.built:
-        raise ValueError(
-            f"summary: model '{model.name}' is not built yet. Call it on data, call "
-            f"model.build(input_shape), or start it with lk.Input(shape=...)"
-        )
+    # An unbuilt model is listed as Keras 3 lists it: shapes '?', params '0 (unbuilt)'.
     print_fn = print_fn or print
     layers = model.layers
     shapes = _graph_shapes(model)
-    if any(id(x) not in shapes for x in layers):
+    if model.built and any(id(x) not in shapes for x in layers):
         shapes.update({k: v for k, v in _probe_shapes(model, layers).items() if k not in shapes})
     rows = []
 
     def add(layer, indent: int) -> None:
         params = _count(layer.weights) if layer.built or layer.weights else 0
         name = ("  " * indent) + f"{layer.name} ({type(layer).__name__})"
-        row = [name, _fmt_shape(shapes.get(id(layer))), f"{params:,}"]
+        unbuilt = " (unbuilt)" if not layer.built and not layer.weights else ""
+        row = [name, _fmt_shape(shapes.get(id(layer))), f"{params:,}{unbuilt}"]
         if show_trainable:
             row.append("Y" if layer.trainable else "N")
         rows.append(row)

@@ -40,8 +40,8 @@ def _as_signature(sig) -> list:
 
 
 def _layer_signature(layer) -> list:
-    inputs = getattr(layer, "inputs", None)
-    if inputs is not None:   # functional model: one argument, the structure of lk.Inputs
+    if getattr(layer, "inputs", None) is not None:
+        inputs = layer.input   # a model: one argument, the structure of its lk.Inputs
         return [pack_like(inputs, [_spec_of(x) for x in flatten(inputs)])]
     d = layer.__dict__
     shape = d.get("_input_shape") or d.get("_build_shape")

@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-from layerkit._core.serialization import serialize_object
 from layerkit.optimizers import schedules
 from layerkit.optimizers.adagrad import Adagrad
 from layerkit.optimizers.adam import Adam, AdamW
@@ -17,22 +16,27 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "schedules
            "serialize", "deserialize"]
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad}
+_CLASS_NAMES = {c.__name__ for c in _BY_NAME.values()}
 
 
 def serialize(optimizer: Optimizer) -> dict:
-    """``{'class_name': ..., 'config': ...}`` for an optimizer."""
-    return serialize_object(optimizer)
+    """Keras's config of an optimizer (see ``lk.saving``)."""
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(optimizer)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
-    """Rebuild an optimizer (without state) from :func:`serialize` output."""
-    name = config.get("class_name", "")
-    table = {c.__name__: c for c in _BY_NAME.values()}
-    table.update(custom_objects or {})
-    cls = table.get(name) or _BY_NAME.get(str(name).lower())
-    if cls is None:
-        raise ValueError(f"unknown optimizer class {name!r}; expected one of {sorted(table)}")
-    return cls.from_config(config.get("config", {}), custom_objects)
+    """Rebuild an optimizer (without state) from :func:`serialize` output (or Keras's).
+
+    A lowercase name as ``class_name`` (``'adam'``) is accepted too.
+    """
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    name = config.get("class_name") if isinstance(config, dict) else None
+    if isinstance(name, str) and name.lower() in _BY_NAME and name not in _CLASS_NAMES:
+        config = {**config, "class_name": _BY_NAME[name.lower()].__name__}
+    return deserialize_keras_object(config, custom_objects, kind="optimizers")
 
 
 def get(identifier) -> Optimizer:

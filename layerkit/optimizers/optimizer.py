@@ -25,8 +25,9 @@ import warnings
 
 import numpy as np
 
-from layerkit._core import context
+from layerkit._core import context, distribution
 from layerkit._core.op import Op, apply
+from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import KEEPERS, Variable, keep_reads
 from layerkit.checkpoint import trackable
@@ -139,6 +140,10 @@ class Optimizer:
     implement ``_constants(lr, step)`` and ``_kernel(v, g, slots, scratch, consts)``,
     an in-place NumPy update of the variable array ``v`` given the gradient ``g``.
 
+    After updating a variable that has a ``constraint`` (``add_weight(constraint=...)``,
+    ``kernel_constraint=`` of a layer), the optimizer assigns ``constraint(variable)``
+    to it, as Keras 3 does.
+
     Args:
         learning_rate: a float, a :class:`~layerkit.optimizers.schedules.LearningRateSchedule`
             or a zero-argument callable.
@@ -194,6 +199,8 @@ class Optimizer:
         self._scratch: dict = {}
         self._groups: list = []
         self.built = False
+        # lk.distribute: an optimizer created in a strategy's scope all-reduces gradients
+        self._distribute = distribution.scope
 
     # ---- learning rate --------------------------------------------------------------
     def _set_learning_rate(self, lr) -> None:
@@ -365,6 +372,9 @@ class Optimizer:
             work.append((var, ga, rec))
         self._check_work(work, missing)
         self._apply_work(work)
+        for var, _, _ in work:
+            if var.constraint is not None:
+                var.assign(var.constraint(var))
 
     def _check_work(self, work: list, missing: list) -> None:
         if not work:
@@ -402,6 +412,9 @@ class Optimizer:
         # reads recorded before it must not stand for reads after it.
         _forget_reads(updated + [self.iterations]
                       + [s for var in updated for s in self._records[id(var)][1]])
+        for var in updated:  # recorded after the update node, as ops on the new values
+            if var.constraint is not None:
+                var.assign(var.constraint(var))
 
     def _apply_arrays(self, grads: tuple, variables: list) -> None:
         """The forward of the traced update: ``grads`` are the gradient arrays."""
@@ -415,6 +428,13 @@ class Optimizer:
         self._apply_work(work)
 
     def _apply_work(self, work: list) -> None:
+        """All-reduce the gradients over the ranks of an ``lk.distribute`` strategy (if
+        any), then :meth:`_update_work`."""
+        if self._distribute is not None:
+            work = self._distribute._reduce_gradients(self, work)
+        self._update_work(work)
+
+    def _update_work(self, work: list) -> None:
         """Clip, decay and update: ``work`` holds (variable, gradient array, record)."""
         if KEEPERS:  # tapes' recorded reads keep their values (in-place updates)
             _keep_reads(work, self.iterations)
@@ -601,7 +621,7 @@ class Optimizer:
         if isinstance(config.get("learning_rate"), dict):
             config["learning_rate"] = _schedules.deserialize(config["learning_rate"],
                                                              custom_objects)
-        return cls(**config)
+        return cls(**init_kwargs(cls, config))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} iterations={int(self.iterations._v)}>"

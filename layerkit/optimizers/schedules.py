@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from layerkit._core.serialization import class_for, serialize_object
+from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
 
 __all__ = ["LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay",
@@ -49,7 +49,8 @@ class LearningRateSchedule:
 
     @classmethod
     def from_config(cls, config: dict) -> LearningRateSchedule:
-        return cls(**config)
+        """A schedule from :meth:`get_config` output (Keras's too)."""
+        return cls(**init_kwargs(cls, config))
 
 
 class ExponentialDecay(LearningRateSchedule):
@@ -188,16 +189,18 @@ _SCHEDULES = {c.__name__: c for c in (ExponentialDecay, CosineDecay, PiecewiseCo
 
 
 def serialize(schedule: LearningRateSchedule) -> dict:
-    """``{'class_name': ..., 'config': ...}`` for a schedule."""
-    return serialize_object(schedule)
+    """Keras's config of a schedule (see ``lk.saving``)."""
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(schedule)
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> LearningRateSchedule:
-    """Rebuild a schedule from :func:`serialize` output.
+    """Rebuild a schedule from :func:`serialize` output (or Keras's).
 
     Raises:
-        ValueError: the class name is unknown.
+        ValueError: the class name is unknown (pass custom_objects for your own).
     """
-    cls = class_for(config, _SCHEDULES, custom_objects, "learning-rate schedule",
-                    " (pass custom_objects for your own)")
-    return cls.from_config(dict(config.get("config", {})))
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    return deserialize_keras_object(config, custom_objects, kind="schedules")

@@ -407,18 +407,6 @@ def crelu(features, axis: int = -1, name: str | None = None) -> Tensor:
 
 
 @export("nn")
-def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None,
-                         name: str | None = None) -> Tensor:
-    """Sum of the (weighted) per-example losses over the global batch size (one worker:
-    the batch size), as TF ``compute_average_loss``."""
-    loss = convert_to_tensor(per_example_loss)
-    if sample_weight is not None:
-        loss = _mul(loss, sample_weight)
-    n = loss.shape[0] if global_batch_size is None and loss.ndim else global_batch_size
-    return _div(_reduce.reduce_sum(loss), _ew.cast(n or 1, loss.dtype))
-
-
-@export("nn")
 def log_poisson_loss(targets, log_input, compute_full_loss: bool = False,
                      name: str | None = None) -> Tensor:
     """Poisson negative log-likelihood ``exp(log_input) - targets * log_input`` (TF), with
@@ -432,12 +420,6 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False,
     stirling = _ew_add(_sub(_mul(safe, _ew.log(safe)), safe),
                        _mul(0.5, _ew.log(_mul(2 * np.pi, safe))))
     return _ew_add(loss, _ew.where(_ew.greater(z, 1), stirling, 0))
-
-
-@export("nn")
-def scale_regularization_loss(regularization_loss, name: str | None = None) -> Tensor:
-    """The summed regularization loss divided by the number of replicas (one here)."""
-    return _reduce.reduce_sum(regularization_loss)
 
 
 __all__ = top_level(__name__)

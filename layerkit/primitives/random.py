@@ -298,6 +298,127 @@ class Generator:
         return f"<lk.random.Generator seed={self._seed}>"
 
 
+# ---- SeedGenerator (Keras 3) -----------------------------------------------------------
+_SEED_GENERATOR_NAMES: dict[str, int] = {}
+
+
+def _seed_generator_next_fwd(source, ordered):
+    return source._advance(ordered)
+
+
+_SEED_GENERATOR_NEXT = Op("seed_generator_next", _seed_generator_next_fwd, stateful=True)
+
+
+class SeedGenerator(Generator):
+    """A stateful seed source for random ops: Keras 3's ``keras.random.SeedGenerator``.
+
+    Its state is ``[seed, counter]`` (the non-trainable :attr:`state` Variable, as in
+    Keras). Passed as the ``seed`` of an ``lk.random`` op (or ``lk.nn.dropout``), each
+    call draws from a generator keyed by the current state and advances the counter, so
+    successive calls give different numbers and the same sequence on every run; this
+    happens when the op runs, so inside ``lk.function`` too (the draw is a stateful graph
+    node). Its state is saved by ``lk.Checkpoint`` (directly, or as an attribute of a
+    layer). It is an :class:`Generator`, so it has the same sampling methods. The numbers
+    differ from Keras's (another bit generator); the semantics are the same.
+
+    Args:
+        seed: an int (None: drawn from layerkit's global generator, so
+            ``lk.random.set_seed`` makes it reproducible).
+        name: the name (default ``seed_generator``, ``seed_generator_1``, ...).
+
+    Raises:
+        ValueError: a ``seed`` that is not an int, or an unknown keyword (as Keras).
+
+    Example:
+        >>> import layerkit as lk
+        >>> gen = lk.random.SeedGenerator(seed=42)
+        >>> a = lk.random.normal((2, 3), seed=gen)
+        >>> b = lk.random.normal((2, 3), seed=gen)   # the counter moved: new numbers
+        >>> bool((a.numpy() != b.numpy()).all()), gen.state.numpy().tolist()
+        (True, [42, 2])
+    """
+
+    def __init__(self, seed: int | None = None, name: str | None = None, **kwargs) -> None:
+        from layerkit._core.variable import Variable
+
+        kwargs.pop("backend", None)
+        if kwargs:
+            raise ValueError(f"SeedGenerator: unrecognized keyword arguments: {kwargs}")
+        if name is None:
+            n = _SEED_GENERATOR_NAMES.get("seed_generator", 0)
+            _SEED_GENERATOR_NAMES["seed_generator"] = n + 1
+            name = "seed_generator" if n == 0 else f"seed_generator_{n}"
+        self.name = name
+        self._initial_seed = seed
+        if seed is None:
+            seed = next_seed()
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"SeedGenerator: argument `seed` must be an integer. Received: "
+                             f"seed={seed!r}")
+        self._seed = _seed_int(seed, "lk.random.SeedGenerator")
+        self.state = Variable(np.array([self._seed % (1 << 63), 0], np.int64), trainable=False,
+                              name=f"{name}/seed_generator_state")
+
+    def _advance(self, ordered: bool = True) -> np.ndarray:
+        """The current state (a copy), then move it on (Keras's two update rules)."""
+        current = self.state._v.copy()
+        if ordered:
+            self.state._v = current + np.array([0, 1], np.int64)
+        else:   # a sequence of near-unique values below 933199
+            self.state._v = (current + 1) * 5387 % 933199
+        return current
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        # Read where a random record runs: the draw of the current state, which moves on.
+        seed, counter = (int(v) for v in self._advance())
+        return np.random.Generator(np.random.PCG64([seed, counter]))
+
+    @property
+    def numpy_generator(self) -> np.random.Generator:
+        """A NumPy generator for the next draw (this advances the state)."""
+        return self._rng
+
+    def next(self, ordered: bool = True) -> Tensor:
+        """Return the current state ``[seed, counter]`` as a Tensor and advance it.
+
+        ``ordered=True`` adds 1 to the counter; ``False`` moves both entries to
+        ``(state + 1) * 5387 % 933199`` (Keras's rules). Inside ``lk.function`` this is a
+        stateful node (run on every call).
+        """
+        return apply(_SEED_GENERATOR_NEXT, source=self, ordered=bool(ordered))
+
+    def get_state(self) -> dict:
+        """``{'state': [seed, counter]}`` (JSON-able, for checkpoints)."""
+        return {"state": [int(v) for v in self.state._v]}
+
+    def set_state(self, state: dict) -> None:
+        """Restore a state from :meth:`get_state`.
+
+        Raises:
+            ValueError: ``state`` is not such a dict.
+        """
+        try:
+            value = np.array([int(v) for v in state["state"]], np.int64)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"SeedGenerator.set_state: not a seed generator state ({e!r}); "
+                             f"expected the dict returned by get_state()") from None
+        if value.shape != (2,):
+            raise ValueError(f"SeedGenerator.set_state: the state must be [seed, counter], "
+                             f"received {state['state']!r:.60}")
+        self.state._v = value
+
+    def get_config(self) -> dict:
+        return {"seed": self._initial_seed, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict) -> SeedGenerator:
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        return f"<lk.random.SeedGenerator name={self.name!r} state={self.state._v.tolist()}>"
+
+
 _GLOBAL = [Generator(seed=np.random.SeedSequence().entropy % (2**63))]
 
 

@@ -182,7 +182,10 @@ def test_rnn_loops_a_user_cell():
     np.testing.assert_allclose(seq.numpy(), ref, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(count.numpy(), np.full((2, 1), 5.0))
     assert layer.weights == [layer.cell.w]
-    clone = RNN.from_config(layer.get_config())  # the cell is found by class name
+    # a user's cell class is found through custom_objects (or registration), as in Keras
+    with pytest.raises(ValueError, match="unknown layer class 'MinimalCell'"):
+        RNN.from_config(layer.get_config())
+    clone = RNN.from_config(layer.get_config(), custom_objects={"MinimalCell": MinimalCell})
     assert isinstance(clone.cell, MinimalCell) and clone.cell.units == 4
     x64 = x.astype(np.float64)
     check_layer_grads(RNN(MinimalCell(3, dtype="float64"), dtype="float64"), [x64])

@@ -97,7 +97,7 @@ def test_progress_bar_terminal_mode_redraws_in_place():
     assert out.count("Epoch 1/2\n") == 1 and out.count("Epoch 2/2\n") == 1
     frames = out.split("\r")
     assert any(" 5/10 [" in f and "ETA: " in f for f in frames)
-    assert any("10/10 [==============================]" in f and "/step" in f for f in frames)
+    assert any("10/10 [====================]" in f and "/step" in f for f in frames)
     assert "loss: " in frames[3] and "accuracy: " in frames[3]
     # the rate limit: with a long interval only the final frame is drawn per epoch
     slow = FakeTTY()
@@ -132,17 +132,21 @@ def test_early_stopping_patience_and_restore_best_weights():
     losses_seen[:] = [1.0, 0.9, 0.85, 0.1, 0.1, 0.1]
     h2 = _model().fit(x, y, epochs=6, callbacks=[FakeVal(), es2], verbose=0)
     assert len(h2.history["loss"]) == 2
-    # mode auto: accuracy is maximised
-    assert C.EarlyStopping(monitor="val_accuracy").mode == "max"
-    assert C.EarlyStopping(monitor="val_loss").mode == "min"
-    assert C.EarlyStopping(monitor="auc").mode == "max"
-    with pytest.raises(ValueError, match="mode"):
-        C.EarlyStopping(mode="up")
+    # mode auto: accuracy is maximised, losses minimised (decided at the first check)
+    for monitor, op in (("val_accuracy", np.greater), ("val_loss", np.less), ("auc", np.greater),
+                        ("val_mean_squared_error", np.less), ("output_1_accuracy", np.greater)):
+        es = C.EarlyStopping(monitor=monitor)
+        es._set_monitor_op()
+        assert es.monitor_op is op and es.mode == "auto"
+    with pytest.raises(ValueError, match="mode='max'"):   # Keras: an undecidable name
+        C.EarlyStopping(monitor="my_score")._set_monitor_op()
+    with pytest.warns(UserWarning, match="mode 'up' is unknown, fallback to auto"):
+        assert C.EarlyStopping(mode="up").mode == "auto"
 
 
 def test_early_stopping_missing_metric_warns():
     x, y = _data(16)
-    with pytest.warns(UserWarning, match="'val_loss' is not available.*accuracy"):
+    with pytest.warns(UserWarning, match="`val_loss` which is not available.*accuracy"):
         _model().fit(x, y, epochs=1, callbacks=[C.EarlyStopping()], verbose=0)
 
 
@@ -168,13 +172,13 @@ def test_model_checkpoint(tmp_path):
     cb = C.ModelCheckpoint(best, save_best_only=True)
     mb = _model()
     real_save = mb.save_weights
-    mb.save_weights = lambda path: saves.append(path) or real_save(path)
+    mb.save_weights = lambda path, overwrite=True: saves.append(path) or real_save(path)
     mb.fit(x, y, epochs=3, callbacks=[FakeVal(), cb], verbose=0)
     assert cb.best == 0.2 and len(saves) == 2 and os.path.exists(best)  # epochs 1 and 3
     every = C.ModelCheckpoint(os.fspath(tmp_path / "b{batch}"), save_freq=2)
     _model().fit(x, y, epochs=1, batch_size=16, callbacks=[every], verbose=0)
     assert sorted(f for f in os.listdir(tmp_path) if f[:1] == "b" and f[1:].isdigit()) == \
-        ["b1", "b3"]
+        ["b2", "b4"]   # 1-based batch numbers, as Keras
     with pytest.raises(KeyError, match="val_acc"):
         _model().fit(x, y, epochs=1, verbose=0,
                      callbacks=[C.ModelCheckpoint(os.fspath(tmp_path / "{val_acc}"))])
@@ -203,8 +207,10 @@ def test_csv_logger(tmp_path):
     _model().fit(x, y, epochs=1, callbacks=[C.CSVLogger(path, append=True)], verbose=0)
     rows = list(csv.DictReader(open(path)))
     assert [r["epoch"] for r in rows] == ["0", "1", "0"]
-    assert set(rows[0]) == {"epoch", "accuracy", "loss"}
+    # Keras: without val_ keys in the first epoch, val_ columns are added (filled with NA)
+    assert list(rows[0]) == ["epoch", "accuracy", "loss", "val_accuracy", "val_loss"]
     assert all(math.isfinite(float(r["loss"])) for r in rows)
+    assert {r["val_loss"] for r in rows} == {"NA"}
 
 
 def test_terminate_on_nan_names_the_step(capsys):

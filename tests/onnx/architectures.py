@@ -68,9 +68,8 @@ def transformer_block(seq_len=10, vocab=40, dim=16, heads=2, ff=32):
 
 def example_input(model, batch: int, rng) -> np.ndarray:
     """A batch for ``model``'s single input: token ids for int inputs, else normals."""
-    spec = model.inputs   # one lk.Input (functional) or None (Sequential)
-    shape = spec.shape if spec is not None else model.__dict__["_input_shape"]
-    dtype = spec.dtype if spec is not None else model.__dict__.get("_input_dtype", "float32")
+    spec = model.inputs[0]   # the model's one lk.Input
+    shape, dtype = spec.shape, spec.dtype
     shape = (batch,) + tuple(shape[1:])
     if np.dtype(dtype).kind in "iu":
         emb = next(layer for layer in model.layers if isinstance(layer, L.Embedding))

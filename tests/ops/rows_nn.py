@@ -100,4 +100,8 @@ ROWS = [
          _n(4, 3), _n(3), _rng.uniform(0.5, 2.0, 3)),
     _row("l2_normalize", lambda x: nn.l2_normalize(x, axis=-1), _n(3, 4)),
     _row("l2_normalize", lambda x: nn.l2_normalize(x), _n(2, 3)),
+    _row("compute_average_loss",
+         lambda x, w: nn.compute_average_loss(x * x, sample_weight=w, global_batch_size=8),
+         _n(3, 2), _n(3, 1)),
+    _row("scale_regularization_loss", lambda x: nn.scale_regularization_loss(x * x), _n(3)),
 ]

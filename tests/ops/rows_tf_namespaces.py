@@ -69,8 +69,6 @@ ROWS = [
     _row("crelu", lk.nn.crelu, _away(2, 3)),
     _row("embedding_lookup", lambda p: lk.nn.embedding_lookup(p * p, np.array([2, 0, 2])),
          _n(3, 2)),
-    _row("compute_average_loss", lambda x: lk.nn.compute_average_loss(x * x), _n(4)),
-    _row("scale_regularization_loss", lambda x: lk.nn.scale_regularization_loss(x * x), _n(3)),
     _row("top_k", lambda x: lk.nn.top_k(x * x, k=3).values, _n(2, 4)),
     _row("l2_loss", lk.nn.l2_loss, _n(2, 3)),
     _row("log_poisson_loss",

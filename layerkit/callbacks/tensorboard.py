@@ -11,8 +11,9 @@ import time
 
 import numpy as np
 
-from layerkit.callbacks import Callback
+from layerkit.callbacks.callback import Callback
 from layerkit.io import tfevents
+from layerkit.utils.model_visualization import layer_graph
 
 __all__ = ["TensorBoard"]
 
@@ -28,48 +29,17 @@ def _weight_paths(layer, prefix: str, out: list, seen: set) -> None:
             _weight_paths(sub, f"{prefix}/{sub.name}", out, seen)
 
 
-def _shapes(tensors) -> list:
-    from layerkit.autodiff.nest import flatten
-
-    return [tuple(t.shape) for t in flatten(tensors) if hasattr(t, "shape")]
-
-
 def model_graph(model) -> bytes | None:
     """A ``GraphDef`` of a functional or Sequential model's layers (one node per layer,
     op = class name, edges between layers, ``_output_shapes``); None for other models,
     whose structure is only known by running them (Keras writes none either)."""
-    nodes = []
-    graph = model.__dict__.get("_graph")
-    if graph is not None:
-        for t, name in zip(graph.flat_inputs, graph.input_names):
-            nodes.append((name, "InputLayer", [], [tuple(t.shape)]))
-        index = {}
-        for node in graph.nodes:
-            layer = node.layer
-            inputs = [t.layer.name if t.layer is not None else t.name for t in node.inputs]
-            if id(layer) in index:  # a shared layer: one node with every caller's inputs
-                entry = nodes[index[id(layer)]]
-                entry[2].extend(i for i in inputs if i not in entry[2])
-                continue
-            index[id(layer)] = len(nodes)
-            nodes.append((layer.name, type(layer).__name__, inputs, _shapes(node.outputs)))
-    elif "_stack" in model.__dict__.get("_tracked", {}):
-        shape = model.__dict__.get("_input_shape")
-        shapes = {id(layer): s for layer, s in model._symbolic_shapes()}
-        previous = []
-        if shape is not None:
-            nodes.append(("input_layer", "InputLayer", [], [tuple(shape)]))
-            previous = ["input_layer"]
-        for layer in model.layers:
-            out = shapes.get(id(layer))
-            nodes.append((layer.name, type(layer).__name__, previous,
-                          [tuple(out)] if out is not None else []))
-            previous = [layer.name]
-    else:
+    nodes = layer_graph(model)
+    if nodes is None:
         return None
     return tfevents.graph_def(
-        tfevents.node_def(name, op, inputs, {"_output_shapes": out} if out else None)
-        for name, op, inputs, out in nodes)
+        tfevents.node_def(n.name, n.class_name, n.inbound,
+                          {"_output_shapes": n.output_shapes} if n.output_shapes else None)
+        for n in nodes)
 
 
 class TensorBoard(Callback):

@@ -1,0 +1,57 @@
+"""``lk.keras``: the Keras names under TensorFlow's spelling ``tf.keras``.
+
+TensorFlow programs reach Keras as ``tf.keras.layers.Dense``, ``from tensorflow.keras
+import layers`` or ``from tensorflow.keras.layers import Dense``; after renaming ``tf`` to
+``lk`` (``tensorflow`` to ``layerkit``) all three forms work, because each submodule here
+is the layerkit module of the same name (``lk.keras.layers is lk.layers``), registered in
+``sys.modules`` so that ``from layerkit.keras.layers import Dense`` imports it too.
+
+Example:
+    >>> import layerkit as lk
+    >>> from layerkit.keras.layers import Dense
+    >>> Dense is lk.keras.layers.Dense is lk.layers.Dense
+    True
+    >>> model = lk.keras.Sequential([lk.keras.Input((3,)), Dense(2)])
+    >>> model.output_shape
+    (None, 2)
+"""
+from __future__ import annotations
+
+import sys
+
+from layerkit import (
+    callbacks,
+    constraints,
+    initializers,
+    layers,
+    losses,
+    metrics,
+    models,
+    optimizers,
+    random,
+    regularizers,
+    saving,
+    utils,
+)
+from layerkit.keras import activations, backend, mixed_precision
+from layerkit.models import Model, Sequential
+from layerkit.models.functional import Input
+
+__all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks",
+           "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision",
+           "models", "optimizers", "random", "regularizers", "saving", "utils"]
+
+_ALIASES = {"callbacks": callbacks, "constraints": constraints,
+            "initializers": initializers, "layers": layers, "losses": losses,
+            "metrics": metrics, "models": models, "optimizers": optimizers,
+            "optimizers.schedules": optimizers.schedules, "random": random,
+            "regularizers": regularizers, "saving": saving, "utils": utils}
+
+
+def _register(aliases: dict) -> None:
+    """Make ``import layerkit.keras.<name>`` find the layerkit module of that name."""
+    for name, module in aliases.items():
+        sys.modules.setdefault(f"{__name__}.{name}", module)
+
+
+_register(_ALIASES)
