@@ -215,7 +215,7 @@ def blas_threads() -> int | None:
 def _pools():
     import numexpr
 
-    from layerkit.ops import nn as _nn
+    from layerkit.primitives import nn as _nn
     return numexpr, _nn
 
 

@@ -31,10 +31,10 @@ from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError",
            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Huber", "LogCosh",

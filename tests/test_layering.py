@@ -5,14 +5,14 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "layerkit"
 
 # package -> packages it must never import
-_ABOVE_CORE = {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
+_ABOVE_CORE = {"primitives", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
                "losses", "metrics", "callbacks", "initializers", "utils", "distribute"}
 FORBIDDEN = {
     "_core": _ABOVE_CORE,
-    "ops": _ABOVE_CORE - {"ops"},
-    "autodiff": _ABOVE_CORE - {"ops", "autodiff"},
-    "data": _ABOVE_CORE - {"ops", "data"},
-    "checkpoint": _ABOVE_CORE - {"ops", "autodiff", "checkpoint"},
+    "primitives": _ABOVE_CORE - {"primitives"},
+    "autodiff": _ABOVE_CORE - {"primitives", "autodiff"},
+    "data": _ABOVE_CORE - {"primitives", "data"},
+    "checkpoint": _ABOVE_CORE - {"primitives", "autodiff", "checkpoint"},
     "layers": {"models", "data", "callbacks", "utils", "distribute"},
     # lk.utils sits below callbacks and models (the callbacks reuse its Progbar) and
     # reads models and layers by duck typing only.
@@ -54,7 +54,7 @@ def test_import_dag():
 
 
 def test_kernels_import_numpy_and_each_other_only():
-    # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in ops/ call
+    # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in primitives/ call
     # them); they import NumPy, the standard library and other kernels, nothing else.
     import sys
 
@@ -66,6 +66,15 @@ def test_kernels_import_numpy_and_each_other_only():
                   or name.startswith("layerkit.kernels"))
             if not ok:
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_nothing_inside_layerkit_imports_lk_ops():
+    # lk.ops is the user-facing Keras 3 namespace; op records live in layerkit.primitives.
+    bad = [f"{path.relative_to(ROOT)} imports {name}"
+           for path in ROOT.rglob("*.py") if path != ROOT / "__init__.py"
+           for name in _imports(path)
+           if name == "layerkit.ops" or name.startswith("layerkit.ops.")]
     assert not bad, "\n".join(bad)
 
 

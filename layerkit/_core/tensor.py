@@ -1,6 +1,6 @@
 """Tensor: an immutable wrapper of a NumPy array. No math lives here.
 
-Operators are installed by ``layerkit.ops.methods`` as calls to the op records.
+Operators are installed by ``layerkit.primitives.methods`` as calls to the op records.
 
 A Tensor's array lives in one slot, reachable under two names:
 

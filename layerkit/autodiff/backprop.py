@@ -10,7 +10,7 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.ops.elementwise import add, cast
+from layerkit.primitives.elementwise import add, cast
 
 
 def _zeros_view(t: Tensor) -> Tensor:

@@ -16,8 +16,8 @@ from layerkit._core.variable import KEEPERS, Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.ops.creation import zeros_like
-from layerkit.ops.elementwise import add
+from layerkit.primitives.creation import zeros_like
+from layerkit.primitives.elementwise import add
 
 _READ_VALUE = Op("read_value", lambda x: x.copy(), lambda g, ins, out, needs: (g,))
 _SCALAR_ONES: dict = {}

@@ -34,7 +34,7 @@ from layerkit.checkpoint.format import (
     CheckpointReader,
     write_file,
 )
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "GlobalRNG"]
 

@@ -30,7 +30,7 @@ from layerkit.layers import input_spec as _spec
 from layerkit.layers import symbolic as _sym
 from layerkit.layers.backend_config import floatx
 from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
-from layerkit.ops.elementwise import cast
+from layerkit.primitives.elementwise import cast
 
 __all__ = ["Layer", "reset_uids", "get_keras_mask", "set_keras_mask", "layer_from_config",
            "layer_to_config"]

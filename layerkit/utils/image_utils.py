@@ -20,7 +20,7 @@ import zlib
 
 import numpy as np
 
-from layerkit.ops import image as _image
+from layerkit.primitives import image as _image
 
 __all__: list[str] = []
 

@@ -23,7 +23,7 @@ from layerkit.checkpoint import (
     latest_checkpoint,
     trackable,
 )
-from layerkit.ops import random as lk_random
+from layerkit.primitives import random as lk_random
 from tests.checkpoint.helpers import Module
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -240,7 +240,7 @@ _PROCESS_SCRIPT = textwrap.dedent("""
     from layerkit.layers import Dense
     from layerkit.models import Sequential
     from layerkit.optimizers import Adam
-    from layerkit.ops import random as lk_random
+    from layerkit.primitives import random as lk_random
 
     role, path = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(0)

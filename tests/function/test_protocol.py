@@ -18,11 +18,11 @@ from layerkit.autodiff.function import EagerFallbackWarning, function
 # Private helpers on the traced path that read tensors (shape checks, weak scalars,
 # the backward sweep), as module -> names.
 _HELPERS = {
-    "layerkit.ops.reduce": ["_ndim", "_shape"],
-    "layerkit.ops.array": ["_shape_of"],
-    "layerkit.ops.linalg": ["_shape_of", "matmul"],
-    "layerkit.ops.elementwise": ["_py", "_broadcast_error"],
-    "layerkit.ops.creation": ["zeros_like", "ones_like"],
+    "layerkit.primitives.reduce": ["_ndim", "_shape"],
+    "layerkit.primitives.array": ["_shape_of"],
+    "layerkit.primitives.linalg": ["_shape_of", "matmul"],
+    "layerkit.primitives.elementwise": ["_py", "_broadcast_error"],
+    "layerkit.primitives.creation": ["zeros_like", "ones_like"],
     "layerkit.autodiff.backprop": ["_sweep", "_checked"],
     "layerkit.autodiff.tape": ["_is_float", "_ones"],
 }

@@ -69,7 +69,7 @@ class EagerFallbackWarning(UserWarning):
 
 def _rng_state():
     try:
-        from layerkit.ops import random as _random
+        from layerkit.primitives import random as _random
 
         return _random.get_state()
     except (ImportError, AttributeError):
@@ -78,7 +78,7 @@ def _rng_state():
 
 def _rng_restore(state) -> None:
     if state is not None:
-        from layerkit.ops import random as _random
+        from layerkit.primitives import random as _random
 
         _random.set_state(state)
 

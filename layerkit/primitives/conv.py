@@ -45,9 +45,9 @@ from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.kernels import conv as _k
 from layerkit.kernels import pool as _kp
-from layerkit.ops import array as _array
-from layerkit.ops import nn as _nn
-from layerkit.ops.spatial import same_pads, spatial_arg
+from layerkit.primitives import array as _array
+from layerkit.primitives import nn as _nn
+from layerkit.primitives.spatial import same_pads, spatial_arg
 
 __all__ = ["conv2d", "conv2d_transpose", "depthwise_conv2d", "max_pool2d", "avg_pool2d"]
 
