@@ -1,0 +1,131 @@
+"""Stateful metrics with Keras 3 definitions: ``update_state`` / ``result`` / ``reset_state``.
+
+Metrics are not differentiated, so they run on NumPy values: ``update_state`` accepts
+Tensors, arrays or lists and accumulates into non-trainable Variables (the metric's
+checkpointable state). ``result()`` returns a float32 Tensor.
+
+Inside ``lk.function`` (a traced train step) ``update_state``, ``result`` and
+``reset_state`` of every metric, subclasses included, each become one stateful graph
+node whose forward is the method itself on the call's arrays: the graph re-runs the
+NumPy update on every call and reads the state live, instead of freezing what the trace
+saw. Subclasses need nothing for this (``Metric.__init_subclass__`` wraps the methods).
+
+String names: ``'accuracy'``/``'acc'`` (the model resolves it to binary, categorical or
+sparse categorical accuracy from the shapes, like Keras), ``'binary_accuracy'``,
+``'categorical_accuracy'``, ``'sparse_categorical_accuracy'``,
+``'top_k_categorical_accuracy'``, ``'sparse_top_k_categorical_accuracy'``,
+``'mse'``/``'mean_squared_error'``, ``'mae'``/``'mean_absolute_error'``, ``'precision'``,
+``'recall'``, ``'auc'``.
+"""
+from __future__ import annotations
+
+from layerkit.metrics.accuracy_metrics import (
+    Accuracy,
+    BinaryAccuracy,
+    CategoricalAccuracy,
+    SparseCategoricalAccuracy,
+    SparseTopKCategoricalAccuracy,
+    TopKCategoricalAccuracy,
+    accuracy,
+    binary_accuracy,
+    categorical_accuracy,
+    sparse_categorical_accuracy,
+    sparse_top_k_categorical_accuracy,
+    top_k_categorical_accuracy,
+)
+from layerkit.metrics.base_metric import Metric, _np, _shape_of
+from layerkit.metrics.confusion_metrics import AUC, Precision, Recall
+from layerkit.metrics.reduction_metrics import Mean, MeanMetricWrapper, Sum
+from layerkit.metrics.regression_metrics import MeanAbsoluteError, MeanSquaredError
+
+__all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
+           "CategoricalAccuracy", "SparseCategoricalAccuracy", "TopKCategoricalAccuracy",
+           "SparseTopKCategoricalAccuracy", "MeanSquaredError", "MeanAbsoluteError",
+           "Precision", "Recall", "AUC", "get", "serialize", "deserialize",
+           "accuracy", "binary_accuracy", "categorical_accuracy",
+           "sparse_categorical_accuracy", "top_k_categorical_accuracy",
+           "sparse_top_k_categorical_accuracy"]
+
+
+# ---- names ---------------------------------------------------------------------------------
+_BY_NAME = {
+    "accuracy": Accuracy, "acc": Accuracy,
+    "binary_accuracy": BinaryAccuracy, "categorical_accuracy": CategoricalAccuracy,
+    "sparse_categorical_accuracy": SparseCategoricalAccuracy,
+    "top_k_categorical_accuracy": TopKCategoricalAccuracy,
+    "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy,
+    "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError,
+    "mae": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError,
+    "precision": Precision, "recall": Recall, "auc": AUC, "mean": Mean, "sum": Sum,
+}
+
+
+def get(identifier) -> Metric:
+    """A metric from a string name, a class, a config dict, a function or an instance.
+
+    A plain function ``fn(y_true, y_pred)`` becomes a :class:`MeanMetricWrapper` named
+    after it. ``'accuracy'`` here means exact-match :class:`Accuracy`; ``Model.compile``
+    resolves it by the shapes instead (see :func:`resolve`).
+
+    Raises:
+        ValueError: an unknown name, naming the known ones.
+    """
+    if isinstance(identifier, Metric):
+        return identifier
+    if isinstance(identifier, str):
+        cls = _BY_NAME.get(identifier) or _BY_NAME.get(identifier.lower())
+        if cls is None:
+            raise ValueError(
+                f"unknown metric {identifier!r}; expected one of {sorted(_BY_NAME)}, a Metric "
+                f"instance or a function fn(y_true, y_pred)"
+            )
+        m = cls()
+        if identifier in ("mse", "mae", "acc"):
+            m.name = identifier
+        return m
+    if isinstance(identifier, dict):
+        obj = deserialize(identifier)
+        return obj if isinstance(obj, Metric) else get(obj)
+    if isinstance(identifier, type) and issubclass(identifier, Metric):
+        return identifier()
+    if callable(identifier):
+        return MeanMetricWrapper(lambda t, p, _f=identifier: _np(_f(t, p)),
+                                 name=getattr(identifier, "__name__", "metric"))
+    raise ValueError(f"could not interpret metric identifier {identifier!r}")
+
+
+def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
+    """Like :func:`get`, but ``'accuracy'``/``'acc'`` picks the variant Keras would.
+
+    Binary when predictions have a last dimension of 1 (or the loss is binary
+    crossentropy), sparse categorical when labels have lower rank or a last dimension
+    of 1 against wider predictions, else categorical. ``'crossentropy'``/``'ce'`` and
+    ``'top_k'`` names follow the same rule.
+    """
+    if identifier not in ("accuracy", "acc"):
+        return get(identifier)
+    yt, yp = _shape_of(y_true), _shape_of(y_pred)
+    loss_name = getattr(loss, "name", loss) if loss is not None else ""
+    loss_name = loss_name if isinstance(loss_name, str) else ""
+    if (yp and yp[-1] == 1) or "binary" in loss_name:
+        cls = BinaryAccuracy
+    elif len(yt) < len(yp) or (yt and yt[-1] == 1 and yp and yp[-1] > 1) or \
+            "sparse" in loss_name:
+        cls = SparseCategoricalAccuracy
+    else:
+        cls = CategoricalAccuracy
+    return cls(name=identifier)
+
+
+def serialize(metric) -> dict | str:
+    """Keras's config of a metric (see ``lk.saving``)."""
+    from layerkit.saving.serialization_lib import serialize_keras_object
+
+    return serialize_keras_object(metric)
+
+
+def deserialize(config, custom_objects: dict | None = None):
+    """Rebuild a metric (without state) from :func:`serialize` output or Keras's."""
+    from layerkit.saving.serialization_lib import deserialize_keras_object
+
+    return deserialize_keras_object(config, custom_objects, kind="metrics")
