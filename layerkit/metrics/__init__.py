@@ -19,6 +19,34 @@ sparse categorical accuracy from the shapes, like Keras), ``'binary_accuracy'``,
 """
 from __future__ import annotations
 
+from layerkit.losses import (
+    KLD,
+    MAE,
+    MAPE,
+    MSE,
+    MSLE,
+    binary_crossentropy,
+    categorical_crossentropy,
+    categorical_hinge,
+    hinge,
+    huber,
+    kl_divergence,
+    kld,
+    kullback_leibler_divergence,
+    log_cosh,
+    logcosh,
+    mae,
+    mape,
+    mean_absolute_error,
+    mean_absolute_percentage_error,
+    mean_squared_error,
+    mean_squared_logarithmic_error,
+    mse,
+    msle,
+    poisson,
+    sparse_categorical_crossentropy,
+    squared_hinge,
+)
 from layerkit.metrics.accuracy_metrics import (
     Accuracy,
     BinaryAccuracy,
@@ -33,31 +61,79 @@ from layerkit.metrics.accuracy_metrics import (
     sparse_top_k_categorical_accuracy,
     top_k_categorical_accuracy,
 )
-from layerkit.metrics.base_metric import Metric, _np, _shape_of
-from layerkit.metrics.confusion_metrics import AUC, Precision, Recall
+from layerkit.metrics.base_metric import Metric, _np, _shape_of, _snake
+from layerkit.metrics.confusion_metrics import (
+    AUC,
+    Precision,
+    PrecisionAtRecall,
+    Recall,
+    RecallAtPrecision,
+    SensitivityAtSpecificity,
+    SensitivitySpecificityBase,
+    SpecificityAtSensitivity,
+)
+from layerkit.metrics.f_score_metrics import F1Score, FBetaScore
+from layerkit.metrics.hinge_metrics import CategoricalHinge, Hinge, SquaredHinge
+from layerkit.metrics.iou_metrics import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
+from layerkit.metrics.probabilistic_metrics import (
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    KLDivergence,
+    Poisson,
+    SparseCategoricalCrossentropy,
+)
 from layerkit.metrics.reduction_metrics import Mean, MeanMetricWrapper, Sum
-from layerkit.metrics.regression_metrics import MeanAbsoluteError, MeanSquaredError
+from layerkit.metrics.regression_metrics import (
+    CosineSimilarity,
+    LogCoshError,
+    MeanAbsoluteError,
+    MeanAbsolutePercentageError,
+    MeanSquaredError,
+    MeanSquaredLogarithmicError,
+    R2Score,
+    RootMeanSquaredError,
+)
 
-__all__ = ["Metric", "Mean", "Sum", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy",
-           "CategoricalAccuracy", "SparseCategoricalAccuracy", "TopKCategoricalAccuracy",
-           "SparseTopKCategoricalAccuracy", "MeanSquaredError", "MeanAbsoluteError",
-           "Precision", "Recall", "AUC", "get", "serialize", "deserialize",
-           "accuracy", "binary_accuracy", "categorical_accuracy",
-           "sparse_categorical_accuracy", "top_k_categorical_accuracy",
-           "sparse_top_k_categorical_accuracy"]
+_CLASSES = [Mean, Sum, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy,
+            TopKCategoricalAccuracy, SparseTopKCategoricalAccuracy, MeanSquaredError,
+            MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError,
+            RootMeanSquaredError, CosineSimilarity, LogCoshError, R2Score, KLDivergence,
+            Poisson, BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy,
+            Hinge, SquaredHinge, CategoricalHinge, Precision, Recall, AUC, PrecisionAtRecall,
+            RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity, FBetaScore,
+            F1Score, IoU, BinaryIoU, MeanIoU, OneHotIoU, OneHotMeanIoU]
+__all__ = ["Metric", "MeanMetricWrapper", "SensitivitySpecificityBase", "Mean", "Sum",
+           "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoricalAccuracy",
+           "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "MeanSquaredError",
+           "MeanAbsoluteError", "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError",
+           "RootMeanSquaredError", "CosineSimilarity", "LogCoshError", "R2Score", "KLDivergence",
+           "Poisson", "BinaryCrossentropy", "CategoricalCrossentropy",
+           "SparseCategoricalCrossentropy", "Hinge", "SquaredHinge", "CategoricalHinge",
+           "Precision", "Recall", "AUC", "PrecisionAtRecall", "RecallAtPrecision",
+           "SensitivityAtSpecificity", "SpecificityAtSensitivity", "FBetaScore", "F1Score",
+           "IoU", "BinaryIoU", "MeanIoU", "OneHotIoU", "OneHotMeanIoU", "accuracy",
+           "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
+           "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",
+           "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
+           "mean_squared_logarithmic_error", "huber", "log_cosh", "logcosh", "kl_divergence",
+           "kullback_leibler_divergence", "poisson", "hinge", "squared_hinge",
+           "categorical_hinge", "binary_crossentropy", "categorical_crossentropy",
+           "sparse_categorical_crossentropy", "MSE", "MAE", "MAPE", "MSLE", "KLD", "mse", "mae",
+           "mape", "msle", "kld", "get", "serialize", "deserialize"]
 
 
 # ---- names ---------------------------------------------------------------------------------
-_BY_NAME = {
-    "accuracy": Accuracy, "acc": Accuracy,
-    "binary_accuracy": BinaryAccuracy, "categorical_accuracy": CategoricalAccuracy,
-    "sparse_categorical_accuracy": SparseCategoricalAccuracy,
-    "top_k_categorical_accuracy": TopKCategoricalAccuracy,
-    "sparse_top_k_categorical_accuracy": SparseTopKCategoricalAccuracy,
-    "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError,
-    "mae": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError,
-    "precision": Precision, "recall": Recall, "auc": AUC, "mean": Mean, "sum": Sum,
-}
+# Keras's strings: every class by its name and in snake case, and the short aliases. A
+# metric made from a string is named by that string (History shows 'mse', 'mape', ...).
+_BY_NAME = {k: c for c in _CLASSES for k in (c.__name__, _snake(c.__name__))}
+_BY_NAME.update({
+    "acc": Accuracy, "mse": MeanSquaredError, "mae": MeanAbsoluteError,
+    "mape": MeanAbsolutePercentageError, "msle": MeanSquaredLogarithmicError,
+    "kld": KLDivergence, "kl_divergence": KLDivergence,
+    "kullback_leibler_divergence": KLDivergence, "logcosh": LogCoshError,
+    "log_cosh": LogCoshError, "rmse": RootMeanSquaredError, "mean_io_u": MeanIoU,
+    "f1_score": F1Score, "fbeta_score": FBetaScore,
+})
 
 
 def get(identifier) -> Metric:
@@ -80,8 +156,7 @@ def get(identifier) -> Metric:
                 f"instance or a function fn(y_true, y_pred)"
             )
         m = cls()
-        if identifier in ("mse", "mae", "acc"):
-            m.name = identifier
+        m.name = identifier
         return m
     if isinstance(identifier, dict):
         obj = deserialize(identifier)

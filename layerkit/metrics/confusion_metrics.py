@@ -163,6 +163,174 @@ class Recall(_PrecisionRecall):
         return self.other
 
 
+class SensitivitySpecificityBase(Metric):
+    """Confusion counts at ``num_thresholds`` thresholds evenly spread over [0, 1]; the
+    subclasses' ``result`` picks the best value of one rate under a constraint on another.
+
+    Args:
+        value: the constraint's target value in [0, 1].
+        num_thresholds: number of thresholds (1 means the single threshold 0.5).
+        class_id: compute the binary metric for this class column only.
+        name: the metric name.
+        dtype: the result dtype.
+    """
+
+    def __init__(self, value: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype=None) -> None:
+        super().__init__(name=name, dtype=dtype)
+        if num_thresholds <= 0:
+            raise ValueError(f"{type(self).__name__}: num_thresholds must be an integer > 0. "
+                             f"Received: num_thresholds={num_thresholds}")
+        self.value = value
+        self.class_id = class_id
+        if num_thresholds == 1:
+            self.thresholds = [0.5]
+        else:
+            inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+            self.thresholds = [0.0] + inner + [1.0]
+        self._thresholds = np.array(self.thresholds)
+        n = len(self.thresholds)
+        self.true_positives = self.add_variable((n,), name="true_positives")
+        self.false_positives = self.add_variable((n,), name="false_positives")
+        self.true_negatives = self.add_variable((n,), name="true_negatives")
+        self.false_negatives = self.add_variable((n,), name="false_negatives")
+
+    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        counts = _confusion_counts(y_true, y_pred, self._thresholds, sample_weight,
+                                   class_id=self.class_id)
+        for var, c in zip((self.true_positives, self.false_positives, self.true_negatives,
+                           self.false_negatives), counts):
+            _acc(var, c)
+
+    def _rates(self) -> dict:
+        tp, fp = self.true_positives._v, self.false_positives._v
+        tn, fn = self.true_negatives._v, self.false_negatives._v
+        return {"sensitivity": _div_no_nan(tp, tp + fn), "recall": _div_no_nan(tp, tp + fn),
+                "specificity": _div_no_nan(tn, tn + fp), "precision": _div_no_nan(tp, tp + fp)}
+
+    def _max_under_constraint(self, constrained: str, dependent: str) -> Tensor:
+        """The largest ``dependent`` rate over thresholds where ``constrained >= value``
+        (0 when none)."""
+        rates = self._rates()
+        feasible = rates[constrained] >= self.value
+        best = np.max(np.where(feasible, rates[dependent], 0.0), initial=0.0)
+        return wrap(np.array(best, dtype=self.dtype))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "class_id": self.class_id}
+
+
+def _check_unit(cls_name: str, arg: str, value: float) -> None:
+    if value < 0 or value > 1:
+        raise ValueError(f"{cls_name}: argument `{arg}` must be in the range [0, 1]. "
+                         f"Received: {arg}={value}")
+
+
+class SensitivityAtSpecificity(SensitivitySpecificityBase):
+    """The best sensitivity ``tp / (tp + fn)`` among thresholds whose specificity
+    ``tn / (tn + fp)`` is at least ``specificity``.
+
+    Example:
+        >>> m = SensitivityAtSpecificity(0.5)
+        >>> m.update_state([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8])
+        >>> float(m.result())
+        0.5
+    """
+
+    def __init__(self, specificity: float, num_thresholds: int = 200,
+                 class_id: int | None = None, name: str | None = None, dtype=None) -> None:
+        _check_unit(type(self).__name__, "specificity", specificity)
+        self.specificity = specificity
+        self.num_thresholds = num_thresholds
+        super().__init__(specificity, num_thresholds=num_thresholds, class_id=class_id,
+                         name=name, dtype=dtype)
+
+    def result(self) -> Tensor:
+        return self._max_under_constraint("specificity", "sensitivity")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_thresholds": self.num_thresholds,
+                "specificity": self.specificity}
+
+
+class SpecificityAtSensitivity(SensitivitySpecificityBase):
+    """The best specificity among thresholds whose sensitivity is at least ``sensitivity``.
+
+    Example:
+        >>> m = SpecificityAtSensitivity(0.5)
+        >>> m.update_state([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8])
+        >>> round(float(m.result()), 4)
+        0.6667
+    """
+
+    def __init__(self, sensitivity: float, num_thresholds: int = 200,
+                 class_id: int | None = None, name: str | None = None, dtype=None) -> None:
+        _check_unit(type(self).__name__, "sensitivity", sensitivity)
+        self.sensitivity = sensitivity
+        self.num_thresholds = num_thresholds
+        super().__init__(sensitivity, num_thresholds=num_thresholds, class_id=class_id,
+                         name=name, dtype=dtype)
+
+    def result(self) -> Tensor:
+        return self._max_under_constraint("sensitivity", "specificity")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_thresholds": self.num_thresholds,
+                "sensitivity": self.sensitivity}
+
+
+class PrecisionAtRecall(SensitivitySpecificityBase):
+    """The best precision among thresholds whose recall is at least ``recall``.
+
+    Example:
+        >>> m = PrecisionAtRecall(0.5)
+        >>> m.update_state([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8])
+        >>> float(m.result())
+        0.5
+    """
+
+    def __init__(self, recall: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype=None) -> None:
+        _check_unit(type(self).__name__, "recall", recall)
+        self.recall = recall
+        self.num_thresholds = num_thresholds
+        super().__init__(recall, num_thresholds=num_thresholds, class_id=class_id, name=name,
+                         dtype=dtype)
+
+    def result(self) -> Tensor:
+        return self._max_under_constraint("recall", "precision")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_thresholds": self.num_thresholds,
+                "recall": self.recall}
+
+
+class RecallAtPrecision(SensitivitySpecificityBase):
+    """The best recall among thresholds whose precision is at least ``precision``.
+
+    Example:
+        >>> m = RecallAtPrecision(0.8)
+        >>> m.update_state([0, 0, 1, 1], [0, 0.5, 0.3, 0.9])
+        >>> float(m.result())
+        0.5
+    """
+
+    def __init__(self, precision: float, num_thresholds: int = 200,
+                 class_id: int | None = None, name: str | None = None, dtype=None) -> None:
+        _check_unit(type(self).__name__, "precision", precision)
+        self.precision = precision
+        self.num_thresholds = num_thresholds
+        super().__init__(precision, num_thresholds=num_thresholds, class_id=class_id,
+                         name=name, dtype=dtype)
+
+    def result(self) -> Tensor:
+        return self._max_under_constraint("precision", "recall")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "num_thresholds": self.num_thresholds,
+                "precision": self.precision}
+
+
 class AUC(Metric):
     """Area under the ROC or PR curve from a confusion matrix at fixed thresholds (Keras).
 
