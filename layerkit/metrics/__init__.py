@@ -64,6 +64,8 @@ from layerkit.metrics.accuracy_metrics import (
 from layerkit.metrics.base_metric import Metric, _np, _shape_of, _snake
 from layerkit.metrics.confusion_metrics import (
     AUC,
+    FalseNegatives,
+    FalsePositives,
     Precision,
     PrecisionAtRecall,
     Recall,
@@ -71,6 +73,8 @@ from layerkit.metrics.confusion_metrics import (
     SensitivityAtSpecificity,
     SensitivitySpecificityBase,
     SpecificityAtSensitivity,
+    TrueNegatives,
+    TruePositives,
 )
 from layerkit.metrics.f_score_metrics import F1Score, FBetaScore
 from layerkit.metrics.hinge_metrics import CategoricalHinge, Hinge, SquaredHinge
@@ -100,7 +104,8 @@ _CLASSES = [Mean, Sum, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCate
             RootMeanSquaredError, CosineSimilarity, LogCoshError, R2Score, KLDivergence,
             Poisson, BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy,
             Hinge, SquaredHinge, CategoricalHinge, Precision, Recall, AUC, PrecisionAtRecall,
-            RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity, FBetaScore,
+            RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity,
+            TruePositives, FalsePositives, TrueNegatives, FalseNegatives, FBetaScore,
             F1Score, IoU, BinaryIoU, MeanIoU, OneHotIoU, OneHotMeanIoU]
 __all__ = ["Metric", "MeanMetricWrapper", "SensitivitySpecificityBase", "Mean", "Sum",
            "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoricalAccuracy",
@@ -110,7 +115,8 @@ __all__ = ["Metric", "MeanMetricWrapper", "SensitivitySpecificityBase", "Mean", 
            "Poisson", "BinaryCrossentropy", "CategoricalCrossentropy",
            "SparseCategoricalCrossentropy", "Hinge", "SquaredHinge", "CategoricalHinge",
            "Precision", "Recall", "AUC", "PrecisionAtRecall", "RecallAtPrecision",
-           "SensitivityAtSpecificity", "SpecificityAtSensitivity", "FBetaScore", "F1Score",
+           "SensitivityAtSpecificity", "SpecificityAtSensitivity", "TruePositives",
+           "FalsePositives", "TrueNegatives", "FalseNegatives", "FBetaScore", "F1Score",
            "IoU", "BinaryIoU", "MeanIoU", "OneHotIoU", "OneHotMeanIoU", "accuracy",
            "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
            "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",

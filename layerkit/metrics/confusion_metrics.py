@@ -92,6 +92,90 @@ def _parse_thresholds(thresholds, default: float) -> np.ndarray:
     return t
 
 
+class _ConditionCount(Metric):
+    """The weighted count of one confusion-matrix condition at each threshold."""
+
+    _index = 0  # position in _confusion_counts's (tp, fp, tn, fn)
+
+    def __init__(self, thresholds=None, name: str | None = None, dtype=None) -> None:
+        super().__init__(name=name, dtype=dtype)
+        self.init_thresholds = thresholds
+        self.thresholds = _parse_thresholds(thresholds, 0.5)
+        self.accumulator = self.add_variable((len(self.thresholds),), name="accumulator")
+
+    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+        counts = _confusion_counts(y_true, y_pred, self.thresholds, sample_weight)
+        _acc(self.accumulator, counts[self._index])
+
+    def result(self) -> Tensor:
+        a = self.accumulator._v.astype(self.dtype)
+        return wrap(a[0] if len(self.thresholds) == 1 else a)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "thresholds": self.init_thresholds}
+
+
+class TruePositives(_ConditionCount):
+    """The weighted number of positives predicted positive (``y_pred > threshold``).
+
+    Args:
+        thresholds: float or list of floats in [0, 1] (default 0.5); a list gives one
+            count per threshold.
+        name: the metric name.
+        dtype: the result dtype.
+
+    Example:
+        >>> m = TruePositives()
+        >>> m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
+        >>> float(m.result())
+        2.0
+    """
+
+    _index = 0
+
+
+class FalsePositives(_ConditionCount):
+    """The weighted number of negatives predicted positive. Arguments as
+    :class:`TruePositives`.
+
+    Example:
+        >>> m = FalsePositives()
+        >>> m.update_state([0, 1, 0, 0], [0, 0, 1, 1], sample_weight=[0, 0, 1, 0])
+        >>> float(m.result())
+        1.0
+    """
+
+    _index = 1
+
+
+class TrueNegatives(_ConditionCount):
+    """The weighted number of negatives predicted negative. Arguments as
+    :class:`TruePositives`.
+
+    Example:
+        >>> m = TrueNegatives()
+        >>> m.update_state([0, 1, 0, 0], [1, 1, 0, 0])
+        >>> float(m.result())
+        2.0
+    """
+
+    _index = 2
+
+
+class FalseNegatives(_ConditionCount):
+    """The weighted number of positives predicted negative. Arguments as
+    :class:`TruePositives`.
+
+    Example:
+        >>> m = FalseNegatives(thresholds=[0.2, 0.9])
+        >>> m.update_state([0, 1, 1, 1], [0, 0.5, 0.3, 1])
+        >>> m.result().numpy()
+        array([0., 2.], dtype=float32)
+    """
+
+    _index = 3
+
+
 class _PrecisionRecall(Metric):
     _counts: tuple = ()
 

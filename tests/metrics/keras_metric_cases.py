@@ -53,6 +53,22 @@ CASES = {
     "one_hot_iou": ("OneHotIoU", {"num_classes": 5, "target_class_ids": [0, 1, 4]},
                     "onehot_int"),
     "one_hot_mean_iou": ("OneHotMeanIoU", {"num_classes": 5}, "onehot_int"),
+    "auc_roc": ("AUC", {}, "bin"),
+    "auc_pr": ("AUC", {"curve": "PR"}, "bin"),
+    "auc_minoring": ("AUC", {"summation_method": "minoring", "num_thresholds": 50}, "bin1"),
+    "auc_majoring_pr": ("AUC", {"curve": "PR", "summation_method": "majoring"}, "bin1"),
+    "auc_multi": ("AUC", {"multi_label": True, "num_labels": 3}, "bin"),
+    "auc_thresholds": ("AUC", {"thresholds": [0.2, 0.5, 0.8]}, "bin"),
+    "auc_logits": ("AUC", {"from_logits": True}, "bin_logits"),
+    "binary_accuracy": ("BinaryAccuracy", {"threshold": 0.3}, "bin"),
+    "categorical_accuracy": ("CategoricalAccuracy", {}, "onehot"),
+    "sparse_categorical_accuracy": ("SparseCategoricalAccuracy", {}, "sparse"),
+    "mean_squared_error": ("MeanSquaredError", {}, "reg"),
+    "mean_absolute_error": ("MeanAbsoluteError", {}, "reg"),
+    "true_positives": ("TruePositives", {}, "bin"),
+    "false_positives": ("FalsePositives", {"thresholds": [0.1, 0.5, 0.9]}, "bin"),
+    "true_negatives": ("TrueNegatives", {"thresholds": 0.3}, "bin1"),
+    "false_negatives": ("FalseNegatives", {}, "bin1"),
 }
 
 

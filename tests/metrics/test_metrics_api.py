@@ -24,6 +24,8 @@ NEW = [
     metrics.OneHotIoU(4, [3]), metrics.OneHotMeanIoU(5, axis=1),
     metrics.Precision(thresholds=[0.2, 0.6], top_k=2), metrics.Recall(class_id=2),
     metrics.TopKCategoricalAccuracy(k=2), metrics.SparseTopKCategoricalAccuracy(k=3),
+    metrics.TruePositives(), metrics.FalsePositives(thresholds=[0.1, 0.7]),
+    metrics.TrueNegatives(0.2), metrics.FalseNegatives(name="fn"),
 ]
 
 
@@ -146,3 +148,21 @@ def test_compile_loss_aliases(loss):
     model.compile("sgd", loss=loss)
     history = model.fit(x, y, epochs=1, verbose=0)
     assert list(history.history) == ["loss"] and np.isfinite(history.history["loss"][0])
+
+
+def test_compiled_metrics_survive_save_and_load(tmp_path):
+    rng = np.random.default_rng(2)
+    x, y = rng.random((16, 3)).astype("float32"), rng.random((16, 4)).astype("float32")
+    model = lk.Sequential([lk.Input((3,)), lk.layers.Dense(4, activation="sigmoid")])
+    model.compile("adam", loss="msle", metrics=[
+        "mape", metrics.F1Score(average="macro", threshold=0.5),
+        metrics.MeanIoU(4, sparse_y_true=False, sparse_y_pred=False),
+        metrics.R2Score(name="r2"), metrics.PrecisionAtRecall(0.3), metrics.FalseNegatives()])
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / "m.keras")
+    loaded = lk.models.load_model(tmp_path / "m.keras")
+    before = model.evaluate(x, y, verbose=0, return_dict=True)
+    after = loaded.evaluate(x, y, verbose=0, return_dict=True)
+    assert list(after) == ["loss", "mape", "f1_score", "mean_io_u", "r2",
+                           "precision_at_recall", "false_negatives"]
+    assert after == pytest.approx(before, rel=1e-6)
