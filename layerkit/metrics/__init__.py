@@ -76,6 +76,12 @@ from layerkit.metrics.confusion_metrics import (
     TrueNegatives,
     TruePositives,
 )
+from layerkit.metrics.correlation_metrics import (
+    ConcordanceCorrelation,
+    PearsonCorrelation,
+    concordance_correlation,
+    pearson_correlation,
+)
 from layerkit.metrics.f_score_metrics import F1Score, FBetaScore
 from layerkit.metrics.hinge_metrics import CategoricalHinge, Hinge, SquaredHinge
 from layerkit.metrics.iou_metrics import BinaryIoU, IoU, MeanIoU, OneHotIoU, OneHotMeanIoU
@@ -106,7 +112,8 @@ _CLASSES = [Mean, Sum, Accuracy, BinaryAccuracy, CategoricalAccuracy, SparseCate
             Hinge, SquaredHinge, CategoricalHinge, Precision, Recall, AUC, PrecisionAtRecall,
             RecallAtPrecision, SensitivityAtSpecificity, SpecificityAtSensitivity,
             TruePositives, FalsePositives, TrueNegatives, FalseNegatives, FBetaScore,
-            F1Score, IoU, BinaryIoU, MeanIoU, OneHotIoU, OneHotMeanIoU]
+            F1Score, IoU, BinaryIoU, MeanIoU, OneHotIoU, OneHotMeanIoU, PearsonCorrelation,
+            ConcordanceCorrelation]
 __all__ = ["Metric", "MeanMetricWrapper", "SensitivitySpecificityBase", "Mean", "Sum",
            "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoricalAccuracy",
            "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "MeanSquaredError",
@@ -117,7 +124,8 @@ __all__ = ["Metric", "MeanMetricWrapper", "SensitivitySpecificityBase", "Mean", 
            "Precision", "Recall", "AUC", "PrecisionAtRecall", "RecallAtPrecision",
            "SensitivityAtSpecificity", "SpecificityAtSensitivity", "TruePositives",
            "FalsePositives", "TrueNegatives", "FalseNegatives", "FBetaScore", "F1Score",
-           "IoU", "BinaryIoU", "MeanIoU", "OneHotIoU", "OneHotMeanIoU", "accuracy",
+           "IoU", "BinaryIoU", "MeanIoU", "OneHotIoU", "OneHotMeanIoU", "PearsonCorrelation",
+           "ConcordanceCorrelation", "pearson_correlation", "concordance_correlation", "accuracy",
            "binary_accuracy", "categorical_accuracy", "sparse_categorical_accuracy",
            "top_k_categorical_accuracy", "sparse_top_k_categorical_accuracy",
            "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",

@@ -69,6 +69,8 @@ CASES = {
     "false_positives": ("FalsePositives", {"thresholds": [0.1, 0.5, 0.9]}, "bin"),
     "true_negatives": ("TrueNegatives", {"thresholds": 0.3}, "bin1"),
     "false_negatives": ("FalseNegatives", {}, "bin1"),
+    "pearson": ("PearsonCorrelation", {}, "reg"),
+    "concordance": ("ConcordanceCorrelation", {}, "reg"),
 }
 
 

@@ -82,6 +82,12 @@ MEAN_CASES = {
                           lambda t, p: np.maximum(np.max((1 - t) * p, -1) - np.sum(t * p, -1)
                                                   + 1, 0)),
     "mse": (metrics.MeanSquaredError, _reg, lambda t, p: np.mean((t - p) ** 2, -1)),
+    "pearson": (metrics.PearsonCorrelation, _reg,
+                lambda t, p: np.array([np.corrcoef(a, b)[0, 1] for a, b in zip(t, p)])),
+    "concordance": (metrics.ConcordanceCorrelation, _reg, lambda t, p: np.mean(
+        2 * (t - p.mean(-1, keepdims=True)) * (p - p.mean(-1, keepdims=True))
+        / (t.var(-1, keepdims=True) + p.var(-1, keepdims=True)
+           + (t.mean(-1, keepdims=True) - p.mean(-1, keepdims=True)) ** 2 + EPS), -1)),
 }
 
 

@@ -26,6 +26,7 @@ NEW = [
     metrics.TopKCategoricalAccuracy(k=2), metrics.SparseTopKCategoricalAccuracy(k=3),
     metrics.TruePositives(), metrics.FalsePositives(thresholds=[0.1, 0.7]),
     metrics.TrueNegatives(0.2), metrics.FalseNegatives(name="fn"),
+    metrics.PearsonCorrelation(axis=0), metrics.ConcordanceCorrelation(name="ccc"),
 ]
 
 
