@@ -25,6 +25,7 @@ layers.Input = Input  # keras.layers.Input (defined with the functional API it s
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
+from layerkit import summary  # noqa: E402
 from layerkit import onnx  # noqa: E402
 from layerkit import distribute  # noqa: E402
 from layerkit import keras_ops  # noqa: E402
