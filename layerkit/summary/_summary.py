@@ -110,14 +110,10 @@ class _FileWriter(SummaryWriter):
         self.flush_millis = 120_000 if flush_millis is None else int(flush_millis)
         self._events = tfevents.EventFileWriter(
             self.logdir, ".v2" if filename_suffix is None else filename_suffix)
+        self.path = self._events.path  # the event file
         self._pending = 0
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
-
-    @property
-    def path(self) -> str:
-        """The event file's path."""
-        return self._events.path
 
     def _check_open(self) -> None:
         if self._events is None:
@@ -145,13 +141,12 @@ class _FileWriter(SummaryWriter):
                 self._flush()
 
     def close(self) -> None:
-        """Flush and close the event file; later writes raise RuntimeError."""
+        """Flush and close the event file; later writes to it raise RuntimeError (it stays
+        the default writer where it was one, as in TensorFlow)."""
         with self._lock:
             if self._events is not None:
                 self._events.close()
                 self._events = None
-        if _STATE.writer is self:
-            _STATE.writer = None
 
     def __repr__(self) -> str:
         closed = " closed" if self._events is None else ""
