@@ -28,6 +28,7 @@ from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
 from layerkit import extend, linalg, math  # noqa: E402
+from layerkit import summary  # noqa: E402
 from layerkit import onnx  # noqa: E402
 from layerkit import distribute  # noqa: E402
 from layerkit import keras_ops  # noqa: E402
