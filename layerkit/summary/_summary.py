@@ -349,7 +349,9 @@ def _write(name: str, data, step, plugin: str, prepare: Callable, description) -
 
 
 def _array(data) -> np.ndarray:
-    return np.asarray(data._v if isinstance(data, Tensor) else data)
+    """The value to validate (rank, dtype): a check, not a use, so the traced read is
+    ``_rv`` (the node reads the real value when it runs)."""
+    return np.asarray(data._rv if isinstance(data, Tensor) else data)
 
 
 def scalar(name: str, data, step=None, description: str | None = None) -> Tensor:
