@@ -39,7 +39,8 @@ from layerkit.primitives import reduce as _reduce
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError",
            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Huber", "LogCosh",
            "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
-           "KLDivergence", "Hinge", "SquaredHinge", "Poisson",
+           "KLDivergence", "Hinge", "SquaredHinge", "Poisson", "CategoricalHinge",
+           "CosineSimilarity",
            "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
            "mean_squared_logarithmic_error", "huber", "log_cosh", "binary_crossentropy",
            "categorical_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
@@ -740,6 +741,35 @@ class Poisson(_BuiltinLoss):
         super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)
 
 
+class CategoricalHinge(_BuiltinLoss):
+    """Categorical hinge loss ``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)``
+    for one-hot labels.
+
+    Example:
+        >>> round(float(CategoricalHinge()([[0.0, 1.0]], [[0.3, 0.6]])), 4)
+        0.7
+    """
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "categorical_hinge",
+                 dtype=None) -> None:
+        super().__init__(categorical_hinge, reduction=reduction, name=name, dtype=dtype)
+
+
+class CosineSimilarity(_BuiltinLoss):
+    """The negated cosine similarity of ``y_true`` and ``y_pred`` along ``axis`` (-1 is a
+    perfect match), as Keras's ``losses.CosineSimilarity``.
+
+    Example:
+        >>> round(float(CosineSimilarity()([[0.0, 1.0]], [[0.0, 2.0]])), 4)
+        -1.0
+    """
+
+    def __init__(self, axis: int = -1, reduction="sum_over_batch_size",
+                 name: str = "cosine_similarity", dtype=None) -> None:
+        super().__init__(cosine_similarity, reduction=reduction, name=name, dtype=dtype,
+                         axis=axis)
+
+
 # ---- names -------------------------------------------------------------------------------------
 _FUNCTIONS = {
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
@@ -753,6 +783,7 @@ _FUNCTIONS = {
     categorical_crossentropy, "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
     "kl_divergence": kl_divergence, "kld": kl_divergence, "kullback_leibler_divergence":
     kl_divergence, "hinge": hinge, "squared_hinge": squared_hinge, "poisson": poisson,
+    "categorical_hinge": categorical_hinge, "cosine_similarity": cosine_similarity,
 }
 _CLASS_OF = {
     mean_squared_error: MeanSquaredError, mean_absolute_error: MeanAbsoluteError,
@@ -762,6 +793,7 @@ _CLASS_OF = {
     categorical_crossentropy: CategoricalCrossentropy,
     sparse_categorical_crossentropy: SparseCategoricalCrossentropy,
     kl_divergence: KLDivergence, hinge: Hinge, squared_hinge: SquaredHinge, poisson: Poisson,
+    categorical_hinge: CategoricalHinge, cosine_similarity: CosineSimilarity,
 }
 
 

@@ -312,3 +312,28 @@ def test_sparse_label_checks_run_on_every_graph_call():
     with pytest.raises(ValueError, match="integer class indices"):
         f(lk.constant([0.5, 1.0]), p)
     assert f.trace_count == 1
+
+
+def test_categorical_hinge_and_cosine_similarity_classes_and_names():
+    rng = np.random.default_rng(3)
+    y_true = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 6)]
+    y_pred = rng.standard_normal((6, 4)).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, 6).astype(np.float32)
+    pos = (y_true * y_pred).sum(-1)
+    neg = ((1 - y_true) * y_pred).max(-1)
+    hinge_ref = np.maximum(neg - pos + 1, 0)
+    got = lk.losses.CategoricalHinge()(y_true, y_pred, sample_weight=w)
+    np.testing.assert_allclose(float(got), (hinge_ref * w).sum() / 6, rtol=1e-5)
+    n = lambda a: a / np.sqrt(np.maximum((a * a).sum(-1, keepdims=True), 1e-12))  # noqa: E731
+    cos_ref = -(n(y_true) * n(y_pred)).sum(-1)
+    np.testing.assert_allclose(float(lk.losses.CosineSimilarity()(y_true, y_pred)),
+                               cos_ref.mean(), rtol=1e-5)
+    cos0 = lk.losses.CosineSimilarity(axis=0)
+    np.testing.assert_allclose(float(cos0(y_true, y_pred)), (-(n(y_true.T) * n(y_pred.T))
+                                                             .sum(-1)).mean(), rtol=1e-5)
+    assert lk.losses.CosineSimilarity.from_config(cos0.get_config()).get_config() == \
+        cos0.get_config()
+    for name, cls in (("categorical_hinge", lk.losses.CategoricalHinge),
+                      ("cosine_similarity", lk.losses.CosineSimilarity)):
+        loss = lk.losses.get(name)
+        assert type(loss) is cls and loss.name == name
