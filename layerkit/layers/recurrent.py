@@ -51,6 +51,16 @@ class RNN(Layer):
         return_state: also return the final states: ``[output, *states]`` (for stacked
             cells one entry per cell, each that cell's list of states, as Keras).
         go_backwards: process the sequence in reverse (and return reversed sequences).
+        stateful: keep the final states of each call and start the next call from them
+            (sample ``i`` of a batch continues sample ``i`` of the previous batch), as
+            Keras. The batch size must be known when the layer is built (``lk.Input(
+            batch_shape=...)`` or ``batch_input_shape=``) and every batch must have it.
+            The states are the non-trainable Variables in ``layer.states``, not weights
+            (not in ``weights``, weight files or checkpoints, as Keras 3); the update is a
+            recorded assign, so it also runs in ``lk.function`` and ``fit``'s traced
+            steps. ``reset_state()`` zeros them (``reset_state(values)`` sets them);
+            ``initial_state=`` still overrides them for one call. Use ``shuffle=False``
+            in ``fit``.
         zero_output_for_mask: with a mask, masked steps output zeros instead of the
             previous step's output (``Bidirectional`` sets it when returning sequences).
 

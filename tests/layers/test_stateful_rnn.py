@@ -215,6 +215,15 @@ def test_states_are_not_weights_as_in_keras_3():
     assert SimpleRNN(U).states is None
 
 
+def test_checkpoints_hold_the_weights_not_the_states(tmp_path):
+    model = lk.Sequential([lk.Input(batch_shape=(B, 3, F)), LSTM(U, stateful=True)])
+    model(_x(B, 3, F))
+    path = lk.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    shapes = [tuple(shape) for _, shape in lk.train.list_variables(path)]
+    assert (U, 4 * U) in shapes and (B, U) not in shapes
+    lk.train.Checkpoint(model=model).read(path).assert_existing_objects_matched()
+
+
 def test_non_stateful_layers_keep_no_states():
     layer = GRU(U)
     layer(_x(B, T, F))
