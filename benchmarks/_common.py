@@ -23,6 +23,12 @@ def clean_blas_env() -> None:
         os.execvpe(sys.executable, [sys.executable, *sys.argv], env)
     if os.environ.get("LAYERKIT_BENCH_REEXEC"):
         print("note: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE were unset for this benchmark process")
+    # layerkit's malloc tuning is opt-in (lk.config.tune_malloc); the benchmarks opt in.
+    if os.environ.get("LAYERKIT_MALLOC_TUNING") != "0":
+        os.environ["LAYERKIT_MALLOC_TUNING"] = "1"
+        if "layerkit" in sys.modules:
+            sys.modules["layerkit"].config.tune_malloc()
+        print("note: malloc tuning on (lk.config.tune_malloc); LAYERKIT_MALLOC_TUNING=0 skips it")
 
 
 def pin_threads_from_argv() -> str | None:

@@ -8,7 +8,7 @@ Then the whole stack (conv, ReLU, pool, conv, ReLU, pool, sum) forward+backward 
 each framework's autodiff.
 
 Implementations:
-  layerkit  layerkit.ops.conv records (what lk.nn.* and the tape call)
+  layerkit  layerkit.primitives.conv records (what lk.nn.* and the tape call)
   naive     textbook NumPy im2col: np.pad + sliding_window_view transposed and copied,
             col2im with np.add.at, max-pool backward by equality mask (no tie-break)
   torch     torch.nn.functional / aten backward kernels, NCHW (optional; skipped if
@@ -53,7 +53,7 @@ from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import layerkit as lk  # noqa: E402
-from layerkit.ops import conv as C  # noqa: E402
+from layerkit.primitives import conv as C  # noqa: E402
 
 try:
     import torch

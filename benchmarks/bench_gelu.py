@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import layerkit as lk  # noqa: E402
 from layerkit import nn as lknn  # noqa: E402
-from layerkit.ops import nn as _nn  # noqa: E402
+from layerkit.primitives import nn as _nn  # noqa: E402
 
 try:
     import torch

@@ -7,6 +7,8 @@
 Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn``,
 ``lk.random``, autodiff (``GradientTape``, ``gradients_function``, ...), layers and models.
 """
+import sys as _sys
+
 from layerkit._core import memory as _memory
 from layerkit._core.context import executing_eagerly, get_current_name_scope, init_scope, name_scope
 from layerkit._core.convert import constant, convert_to_tensor
@@ -14,7 +16,7 @@ from layerkit._core.dtypes import *  # noqa: F403  (lk.float32, lk.int64, ..., l
 from layerkit._core.shape import TensorShape
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
-from layerkit.ops import *  # noqa: F403
+from layerkit.primitives import *  # noqa: F403
 from layerkit.autodiff import *  # noqa: F403
 from layerkit import data, initializers, layers, nn, random, regularizers  # noqa: E402
 from layerkit import callbacks, losses, metrics, models, optimizers, utils  # noqa: E402
@@ -25,9 +27,16 @@ layers.Input = Input  # keras.layers.Input (defined with the functional API it s
 from layerkit import checkpoint  # noqa: E402
 from layerkit.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint  # noqa: E402
 from layerkit import io  # noqa: E402
+from layerkit import extend, linalg, math  # noqa: E402
+from layerkit import summary  # noqa: E402
 from layerkit import onnx  # noqa: E402
 from layerkit import distribute  # noqa: E402
 from layerkit import keras_ops  # noqa: E402
+
+ops = keras_ops  # lk.ops is Keras 3's keras.ops (layerkit's own op records: layerkit.primitives)
+_sys.modules["layerkit.ops"] = keras_ops
+for _sub in ("core", "einops", "image", "linalg", "math", "nn", "numpy"):
+    _sys.modules[f"layerkit.ops.{_sub}"] = getattr(keras_ops, _sub)
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 from layerkit import keras, train  # noqa: E402
@@ -36,6 +45,15 @@ from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
 from layerkit.config import device  # noqa: E402
 from layerkit.module import Module  # noqa: E402
 
+from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+newaxis = None  # ``x[:, lk.newaxis]`` (TF's spelling of NumPy's None)
+
 _memory.tune_on_import()
 
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    raise _missing_attribute("layerkit", name)

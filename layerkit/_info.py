@@ -54,7 +54,7 @@ def config_info() -> dict:
 
     import layerkit
     from layerkit.data.parallel import default_parallelism
-    from layerkit.ops import nn as _nn
+    from layerkit.primitives import nn as _nn
 
     deps = {d: _version(d) or "not installed" for d in _REQUIRED}
     optional = {f"{d} [{extra}]": _version(d) or "not installed"

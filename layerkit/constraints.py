@@ -18,7 +18,7 @@ Example:
 """
 from __future__ import annotations
 
-from layerkit import ops
+from layerkit import primitives as prim
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "max_norm",
            "min_max_norm", "non_neg", "unit_norm", "get", "serialize", "deserialize"]
@@ -27,7 +27,7 @@ EPSILON = 1e-7
 
 
 def _norms(w, axis):
-    return ops.sqrt(ops.reduce_sum(ops.square(w), axis=axis, keepdims=True))
+    return prim.sqrt(prim.reduce_sum(prim.square(w), axis=axis, keepdims=True))
 
 
 class Constraint:
@@ -66,8 +66,8 @@ class MaxNorm(Constraint):
 
     def __call__(self, w):
         norms = _norms(w, self.axis)
-        desired = ops.clip_by_value(norms, 0.0, float(self.max_value))
-        return ops.multiply(w, ops.divide(desired, ops.add(norms, EPSILON)))
+        desired = prim.clip_by_value(norms, 0.0, float(self.max_value))
+        return prim.multiply(w, prim.divide(desired, prim.add(norms, EPSILON)))
 
     def get_config(self) -> dict:
         return {"max_value": self.max_value, "axis": self.axis}
@@ -77,7 +77,7 @@ class NonNeg(Constraint):
     """Replace negative weights by 0: ``maximum(w, 0)``."""
 
     def __call__(self, w):
-        return ops.maximum(w, 0.0)
+        return prim.maximum(w, 0.0)
 
 
 class UnitNorm(Constraint):
@@ -91,7 +91,7 @@ class UnitNorm(Constraint):
         self.axis = axis
 
     def __call__(self, w):
-        return ops.divide(w, ops.add(_norms(w, self.axis), EPSILON))
+        return prim.divide(w, prim.add(_norms(w, self.axis), EPSILON))
 
     def get_config(self) -> dict:
         return {"axis": self.axis}
@@ -113,10 +113,10 @@ class MinMaxNorm(Constraint):
 
     def __call__(self, w):
         norms = _norms(w, self.axis)
-        clipped = ops.clip_by_value(norms, float(self.min_value), float(self.max_value))
-        desired = ops.add(ops.multiply(float(self.rate), clipped),
-                          ops.multiply(1.0 - float(self.rate), norms))
-        return ops.multiply(w, ops.divide(desired, ops.add(norms, EPSILON)))
+        clipped = prim.clip_by_value(norms, float(self.min_value), float(self.max_value))
+        desired = prim.add(prim.multiply(float(self.rate), clipped),
+                          prim.multiply(1.0 - float(self.rate), norms))
+        return prim.multiply(w, prim.divide(desired, prim.add(norms, EPSILON)))
 
     def get_config(self) -> dict:
         return {"min_value": self.min_value, "max_value": self.max_value, "rate": self.rate,

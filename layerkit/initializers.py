@@ -18,7 +18,7 @@ import numpy as np
 
 from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.serialization import init_kwargs
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal",

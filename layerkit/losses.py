@@ -31,10 +31,10 @@ from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError",
            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Huber", "LogCosh",
@@ -43,7 +43,9 @@ __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError
            "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
            "mean_squared_logarithmic_error", "huber", "log_cosh", "binary_crossentropy",
            "categorical_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
-           "hinge", "squared_hinge", "poisson", "get", "serialize", "deserialize"]
+           "hinge", "squared_hinge", "poisson", "categorical_hinge", "cosine_similarity",
+           "kullback_leibler_divergence", "huber_loss", "logcosh", "MSE", "MAE", "MAPE", "MSLE",
+           "KLD", "mse", "mae", "mape", "msle", "kld", "get", "serialize", "deserialize"]
 
 EPSILON = 1e-7
 _REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none")
@@ -330,6 +332,46 @@ def poisson(y_true, y_pred) -> Tensor:
     y_true, y_pred = _matched("poisson", y_true, y_pred)
     return _mean_last(_ew.subtract(y_pred, _ew.multiply(y_true, _ew.log(_ew.add(y_pred,
                                                                                   EPSILON)))))
+
+
+def categorical_hinge(y_true, y_pred) -> Tensor:
+    """``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)`` over the last axis.
+
+    Example:
+        >>> import layerkit as lk
+        >>> lk.losses.categorical_hinge([[0.0, 1.0]], [[0.3, 0.6]]).numpy()
+        array([0.7], dtype=float32)
+    """
+    y_true, y_pred = _float_pair(y_true, y_pred)
+    pos = _reduce.reduce_sum(_ew.multiply(y_true, y_pred), axis=-1)
+    neg = _reduce.reduce_max(_ew.multiply(_ew.subtract(1.0, y_true), y_pred), axis=-1)
+    return _ew.maximum(_ew.add(_ew.subtract(neg, pos), 1.0), 0.0)
+
+
+def _l2_normalize(x: Tensor, axis: int) -> Tensor:
+    # x / sqrt(max(sum(x**2), 1e-12)), as Keras's l2_normalize
+    sq = _reduce.reduce_sum(_ew.square(x), axis=axis, keepdims=True)
+    return _ew.multiply(x, _ew.rsqrt(_ew.maximum(sq, 1e-12)))
+
+
+def cosine_similarity(y_true, y_pred, axis: int = -1) -> Tensor:
+    """The negated cosine similarity ``-sum(l2_normalize(y_true) * l2_normalize(y_pred))``.
+
+    A loss (so -1 is best); ``lk.metrics.CosineSimilarity`` reports the positive value.
+    """
+    y_true, y_pred = _matched("cosine_similarity", y_true, y_pred)
+    prod = _ew.multiply(_l2_normalize(y_true, axis), _l2_normalize(y_pred, axis))
+    return _ew.negative(_reduce.reduce_sum(prod, axis=axis))
+
+
+# Keras / tf.keras spellings of the functions above.
+MSE = mse = mean_squared_error
+MAE = mae = mean_absolute_error
+MAPE = mape = mean_absolute_percentage_error
+MSLE = msle = mean_squared_logarithmic_error
+KLD = kld = kullback_leibler_divergence = kl_divergence
+huber_loss = huber
+logcosh = log_cosh
 
 
 # ---- reduction ---------------------------------------------------------------------------------

@@ -6,9 +6,16 @@ cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / N
     >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
     array([[0.5, 0.5]], dtype=float32)
 """
+from layerkit._missing import missing_attribute
 from layerkit.distribute.losses import compute_average_loss, scale_regularization_loss
-from layerkit.ops.conv import avg_pool2d, conv2d, conv2d_transpose, depthwise_conv2d, max_pool2d
-from layerkit.ops.conv_nd import (
+from layerkit.primitives.conv import (
+    avg_pool2d,
+    conv2d,
+    conv2d_transpose,
+    depthwise_conv2d,
+    max_pool2d,
+)
+from layerkit.primitives.conv_nd import (
     avg_pool,
     avg_pool1d,
     avg_pool3d,
@@ -24,7 +31,7 @@ from layerkit.ops.conv_nd import (
     pool,
     separable_conv2d,
 )
-from layerkit.ops.nn import (
+from layerkit.primitives.nn import (
     batch_normalization,
     dropout,
     elu,
@@ -43,8 +50,11 @@ from layerkit.ops.nn import (
     softplus,
     sparse_softmax_cross_entropy_with_logits,
 )
+from layerkit.primitives.registry import NAMESPACES
 
 swish = silu  # Keras/TF alias
+# Ops published to tf.nn by their own modules (sigmoid, tanh, top_k, bias_add, ...).
+globals().update(NAMESPACES["nn"])
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "softplus", "silu", "swish",
@@ -55,5 +65,9 @@ __all__ = [
     "conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
     "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
     "avg_pool3d", "max_pool", "avg_pool", "pool", "compute_average_loss",
-    "scale_regularization_loss",
+    "scale_regularization_loss", *sorted(NAMESPACES["nn"]),
 ]
+
+
+def __getattr__(name: str):
+    raise missing_attribute("layerkit.nn", name)

@@ -14,7 +14,7 @@ stream with the same methods, also accepted as a ``seed`` (each call continues i
     >>> bool((lk.random.normal([3]).numpy() == a.numpy()).all())
     True
 """
-from layerkit.ops.random import (
+from layerkit.primitives.random import (
     Generator,
     SeedGenerator,
     categorical,

@@ -7,7 +7,7 @@ Example:
 """
 from __future__ import annotations
 
-from layerkit import ops
+from layerkit import primitives as prim
 from layerkit._core.serialization import init_kwargs
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
@@ -38,11 +38,11 @@ class L1L2(Regularizer):
     def __call__(self, x):
         total = None
         if self.l1:
-            total = ops.multiply(self.l1, ops.reduce_sum(ops.abs(x)))
+            total = prim.multiply(self.l1, prim.reduce_sum(prim.abs(x)))
         if self.l2:
-            term = ops.multiply(self.l2, ops.reduce_sum(ops.square(x)))
-            total = term if total is None else ops.add(total, term)
-        return total if total is not None else ops.multiply(0.0, ops.reduce_sum(x))
+            term = prim.multiply(self.l2, prim.reduce_sum(prim.square(x)))
+            total = term if total is None else prim.add(total, term)
+        return total if total is not None else prim.multiply(0.0, prim.reduce_sum(x))
 
     def get_config(self) -> dict:
         return {"l1": self.l1, "l2": self.l2}

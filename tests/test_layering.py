@@ -5,19 +5,22 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "layerkit"
 
 # package -> packages it must never import
-_ABOVE_CORE = {"ops", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
+_ABOVE_CORE = {"primitives", "autodiff", "layers", "models", "optimizers", "data", "checkpoint",
                "losses", "metrics", "callbacks", "initializers", "utils", "distribute"}
 FORBIDDEN = {
     "_core": _ABOVE_CORE,
-    "ops": _ABOVE_CORE - {"ops"},
-    "autodiff": _ABOVE_CORE - {"ops", "autodiff"},
-    "data": _ABOVE_CORE - {"ops", "data"},
-    "checkpoint": _ABOVE_CORE - {"ops", "autodiff", "checkpoint"},
+    "primitives": _ABOVE_CORE - {"primitives"},
+    "autodiff": _ABOVE_CORE - {"primitives", "autodiff"},
+    "data": _ABOVE_CORE - {"primitives", "data"},
+    "checkpoint": _ABOVE_CORE - {"primitives", "autodiff", "checkpoint"},
     "layers": {"models", "data", "callbacks", "utils", "distribute"},
     # lk.utils sits below callbacks and models (the callbacks reuse its Progbar) and
     # reads models and layers by duck typing only.
     "utils": {"models", "layers", "callbacks", "optimizers", "losses", "metrics", "distribute"},
     "callbacks": {"models", "layers"},
+    # metrics (a package, one family per file) run on NumPy values beside the models
+    "metrics": {"layers", "models", "optimizers", "data", "checkpoint", "callbacks",
+                "distribute"},
     # lk.distribute is reached only through layerkit._core.distribution (a seam)
     "models": {"distribute"},
     "optimizers": {"distribute"},
@@ -54,7 +57,7 @@ def test_import_dag():
 
 
 def test_kernels_import_numpy_and_each_other_only():
-    # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in ops/ call
+    # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in primitives/ call
     # them); they import NumPy, the standard library and other kernels, nothing else.
     import sys
 
@@ -69,6 +72,15 @@ def test_kernels_import_numpy_and_each_other_only():
     assert not bad, "\n".join(bad)
 
 
+def test_nothing_inside_layerkit_imports_lk_ops():
+    # lk.ops is the user-facing Keras 3 namespace; op records live in layerkit.primitives.
+    bad = [f"{path.relative_to(ROOT)} imports {name}"
+           for path in ROOT.rglob("*.py") if path != ROOT / "__init__.py"
+           for name in _imports(path)
+           if name == "layerkit.ops" or name.startswith("layerkit.ops.")]
+    assert not bad, "\n".join(bad)
+
+
 def test_import_layerkit_does_not_import_pyarrow():
     import subprocess
     import sys
@@ -77,3 +89,9 @@ def test_import_layerkit_does_not_import_pyarrow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_metrics_package_is_checked():
+    # The metrics families live in a package, so the DAG check above walks each file.
+    files = {p.name for p in (ROOT / "metrics").glob("*.py")}
+    assert {"__init__.py", "base_metric.py", "confusion_metrics.py"} <= files

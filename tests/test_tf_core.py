@@ -6,7 +6,7 @@ import pytest
 
 import layerkit as lk
 from layerkit import config as lk_config
-from layerkit.ops import nn as lk_nn
+from layerkit.primitives import nn as lk_nn
 
 
 # ---- TensorShape ------------------------------------------------------------------------

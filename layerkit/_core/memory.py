@@ -9,9 +9,10 @@ page faults again: taping ``x*x + x`` on (256, 256) float32 measured 92 us/op ag
 maximum) and the trim threshold to 128 MiB keeps freed blocks in the heap for reuse.
 The cost: up to ~128 MiB of freed memory may stay mapped in the process.
 
-``import layerkit`` applies this once; set ``LAYERKIT_MALLOC_TUNING=0`` in the
-environment before importing to keep the C library's defaults, or call
-:func:`restore_malloc_defaults`.
+It changes the whole process's allocator, so it is opt-in: call
+``lk.config.tune_malloc()`` (undo: ``lk.config.restore_malloc_defaults()``), or set
+``LAYERKIT_MALLOC_TUNING=1`` in the environment before ``import layerkit``. The
+benchmarks turn it on and say so.
 """
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def _apply(settings: dict) -> bool:
 
 
 def tune_malloc() -> bool:
-    """Apply the settings above; returns False where they do not apply."""
+    """Keep freed large arrays in the heap for reuse (glibc's mmap threshold 32 MiB, trim
+    threshold 128 MiB; see the module docstring for the measured effect). Returns False
+    where the settings do not apply (not glibc)."""
     return _apply(_TUNED)
 
 
@@ -55,5 +58,6 @@ def restore_malloc_defaults() -> bool:
 
 
 def tune_on_import() -> None:
-    if os.environ.get("LAYERKIT_MALLOC_TUNING", "1") != "0":
+    """Apply the settings at import only when ``LAYERKIT_MALLOC_TUNING=1`` asks for it."""
+    if os.environ.get("LAYERKIT_MALLOC_TUNING", "0") == "1":
         tune_malloc()

@@ -26,11 +26,13 @@ _SCALARS = (float, int, bool)
 class Op:
     """One primitive: forward on arrays, vjp in lk ops, optional numexpr template."""
 
-    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs", "stateful", "updates")
+    __slots__ = ("name", "forward", "vjp", "expr", "num_outputs", "stateful", "updates",
+                 "absorbs")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None,
                  expr: str | None = None, num_outputs: int = 1,
-                 stateful: bool = False, updates: Callable | None = None) -> None:
+                 stateful: bool = False, updates: Callable | None = None,
+                 absorbs: tuple = ()) -> None:
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -43,6 +45,11 @@ class Op:
         # updates): ``updates(attrs)`` lists those Variables, so that a graph copies a
         # read of one that is still used after the update.
         self.updates = updates
+        # A graph peephole declared here rather than in the pass: for each record ``m`` in
+        # ``absorbs``, ``m(self(y, p, g), y) == self(y, p, m(g, p))`` holds exactly, so a
+        # graph may apply ``m`` to this op's (smaller) last input instead of its output
+        # (``passes.sink_masks``; e.g. a ReLU mask moved through a max-pool gradient).
+        self.absorbs = absorbs
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"
@@ -62,7 +69,7 @@ def _values(args: tuple) -> list:
     strong = False
     for a in args:
         if isinstance(a, Tensor):
-            vals.append(a._v)
+            vals.append(a._rv)  # the op reading it is recorded (or runs eagerly)
             strong = True
         elif type(a) in _SCALARS:
             vals.append(a)
@@ -160,8 +167,8 @@ def _apply_recording(op: Op, args: tuple, attrs: dict):
         for a in args:
             if type(a) is Tensor:
                 vals.append(a._v)
-            elif isinstance(a, Tensor):
-                vals.append(a._v)
+            elif isinstance(a, Tensor):  # a TracedTensor or Variable: this op is recorded
+                vals.append(a._rv)
                 if isinstance(a, Variable):
                     for r in recs:
                         r.read_variable(a)

@@ -1,6 +1,19 @@
 """Tensor: an immutable wrapper of a NumPy array. No math lives here.
 
-Operators are installed by ``layerkit.ops.methods`` as calls to the op records.
+Operators are installed by ``layerkit.primitives.methods`` as calls to the op records.
+
+A Tensor's array lives in one slot, reachable under two names:
+
+* ``t._v``: the value. While an ``lk.function`` traces, the tensors it records are
+  ``TracedTensor`` objects whose ``_v`` is a property that reports a *leak*: code that
+  reads it takes a value out of the graph (a NumPy computation the graph cannot
+  replay), so the function falls back to eager execution with a warning naming the
+  reading line. On a plain Tensor it is the slot itself (the fastest read there is).
+* ``t._rv``: the same slot, read without that report. Library code uses it where the
+  read cannot leak a value: to record the op that reads it (the recording path of
+  ``apply``, tapes, the backward sweep) or to look at the shape and dtype. The
+  declaration is the read itself, at the reading site: no list of trusted functions,
+  so renaming or wrapping a function never changes what is a leak.
 """
 from __future__ import annotations
 
@@ -25,6 +38,9 @@ class Tensor:
     __slots__ = ("_v", "_keras_mask", "__weakref__")
     # Make NumPy defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_priority__ = 1000
+
+    # (``_rv`` is the ``_v`` slot under a second name: see the module docstring; it is
+    # attached after the class body, where the slot descriptor exists.)
 
     def __init__(self, value) -> None:
         if isinstance(value, Tensor):
@@ -86,19 +102,20 @@ class Tensor:
     def __dlpack_device__(self) -> tuple:
         return np.asarray(self._v).__dlpack_device__()
 
+    # Metadata reads ``_rv``: a shape or dtype is static in a traced graph, not a leak.
     @property
     def shape(self) -> tuple:
         try:
-            return self._v.shape
+            return self._rv.shape
         except AttributeError:  # a bare Python scalar operand
             return ()
 
     @property
     def dtype(self) -> np.dtype:
         try:
-            return self._v.dtype
+            return self._rv.dtype
         except AttributeError:
-            return np.asarray(self._v).dtype
+            return np.asarray(self._rv).dtype
 
     @property
     def device(self) -> str:
@@ -111,11 +128,11 @@ class Tensor:
 
     @property
     def size(self) -> int:
-        return int(np.size(self._v))
+        return int(np.size(self._rv))
 
     def __len__(self) -> int:
         try:  # the array's own len(): no shape tuple on the per-batch data path
-            return len(self._v)
+            return len(self._rv)
         except TypeError:
             raise TypeError("len() of a 0-d tensor is undefined (shape ())") from None
 
@@ -156,3 +173,8 @@ class Tensor:
 
     def __hash__(self) -> int:  # tensors are used as dict keys by identity (like TF refs)
         return id(self)
+
+
+# The value slot under its second name (see the module docstring). A member descriptor
+# works under any class attribute name, and reading it costs exactly what ``t._v`` costs.
+Tensor._rv = Tensor.__dict__["_v"]

@@ -1,4 +1,13 @@
-"""Variable: a mutable Tensor with a name, a trainable flag and a fixed shape."""
+"""Variable: a mutable Tensor with a name, a trainable flag and a fixed shape.
+
+Every change of a Variable's value goes through this module: ``assign``/``assign_add``/
+``assign_sub`` (checked, and recorded by an ``lk.function`` trace), and for library code
+that already holds a checked array, :func:`replace_value` (a new array),
+:func:`writable` (the arrays an in-place NumPy update writes into), :func:`adopt` (the
+same value moved into a buffer the caller owns) and :func:`graph_assign` (a graph's
+assign node). Those that change the value first call :func:`keep_reads`, so tapes
+holding ops that read the old value keep it.
+"""
 from __future__ import annotations
 
 import itertools
@@ -55,6 +64,100 @@ def keep_reads(*variables: Variable) -> None:
                         fn(changing[key], snap)
 
 
+def replace_value(var: Variable, array) -> None:
+    """Give ``var`` the new array ``array`` (not copied; shape and dtype already right).
+
+    For library code that changes a variable outside ``assign`` (optimizer steps, metric
+    resets, checkpoint restores): tapes holding ops that read the old value keep it.
+    Unlike ``assign`` it is not recorded by an ``lk.function`` trace.
+    """
+    if KEEPERS:
+        keep_reads(var)
+    var._v = array
+
+
+def writable(*variables: Variable) -> list:
+    """The arrays to update ``variables`` in place with NumPy (``np.add(a, x, out=a)``).
+
+    Tapes holding ops that read one of them first keep the old values (one
+    :func:`keep_reads` for all), and a variable whose array is not a writable ndarray of
+    its own (a read-only or 0-d NumPy scalar value) first gets a private copy.
+    """
+    if KEEPERS:
+        keep_reads(*variables)
+    out = []
+    for var in variables:
+        a = var._v
+        if type(a) is not np.ndarray or not a.flags.writeable:
+            a = var._v = np.array(a)
+        out.append(a)
+    return out
+
+
+def adopt(var: Variable, buffer: np.ndarray) -> None:
+    """Copy ``var``'s value into ``buffer`` (an array of its shape) and make ``buffer``
+    its array: the same value in storage the caller owns (an optimizer's flat buffer
+    that updates many small variables in one kernel call). The value does not change,
+    so tapes need not keep anything."""
+    np.copyto(buffer, var._v, casting="unsafe")
+    var._v = buffer
+
+
+# The updates of assign / assign_add / assign_sub on a checked array ``a``.
+def _set(var: Variable, a) -> None:
+    var._v = np.asarray(a).astype(var._v.dtype, copy=True)
+
+
+def _add(var: Variable, a) -> None:
+    var._v = (var._v + a).astype(var._v.dtype, copy=False)
+
+
+def _sub(var: Variable, a) -> None:
+    var._v = (var._v - a).astype(var._v.dtype, copy=False)
+
+
+_UPDATE = {"assign": _set, "assign_add": _add, "assign_sub": _sub}
+
+
+# A compiled graph's assign nodes: the same updates without the checks, which ran when
+# the graph was traced. One frame each (they run on every call of a traced train step).
+def _graph_set(var: Variable, a) -> None:
+    if KEEPERS:
+        keep_reads(var)
+    var._v = np.asarray(a).astype(var._v.dtype, copy=True)
+
+
+def _graph_add(var: Variable, a) -> None:
+    if KEEPERS:
+        keep_reads(var)
+    var._v = (var._v + a).astype(var._v.dtype, copy=False)
+
+
+def _graph_sub(var: Variable, a) -> None:
+    if KEEPERS:
+        keep_reads(var)
+    var._v = (var._v - a).astype(var._v.dtype, copy=False)
+
+
+_GRAPH_UPDATE = {"assign": _graph_set, "assign_add": _graph_add, "assign_sub": _graph_sub}
+
+
+def graph_assign(method: str):
+    """The function ``(var, value)`` a compiled graph calls for an assign node of
+    ``method`` (``'assign'``, ``'assign_add'``, ``'assign_sub'``): the update of
+    ``Variable.<method>`` without the checks, which ran when the graph was traced.
+    Replaces the array, never writes into it: a tape or an earlier result may hold it."""
+    return _GRAPH_UPDATE[method]
+
+
+def _array_of(value, dtype=None) -> np.ndarray:
+    # to_array; a Tensor is read through ``_rv``: initialising or assigning a variable
+    # from a traced tensor is not a leak (the assign is a graph node; creation runs once).
+    if isinstance(value, Tensor):
+        value = np.asarray(value._rv)
+    return to_array(value, dtype)
+
+
 def _numeric(a: np.ndarray, name: str, what: str) -> np.ndarray:
     # An object array (None or arbitrary objects inside) is not a value: casting it
     # would store NaN for None, or fail later far from the cause.
@@ -95,7 +198,7 @@ class Variable(Tensor):
                  dtype=None) -> None:
         if callable(initial_value):
             initial_value = initial_value()
-        a = _numeric(to_array(initial_value, as_dtype(dtype)), name or "Variable", "hold")
+        a = _numeric(_array_of(initial_value, as_dtype(dtype)), name or "Variable", "hold")
         self._v = np.array(a, copy=True)
         self._name = name or "Variable"
         self._trainable = bool(trainable)
@@ -136,7 +239,7 @@ class Variable(Tensor):
         return self.value()
 
     def _checked(self, value, what: str) -> np.ndarray:
-        a = _numeric(to_array(value), self._name, what)
+        a = _numeric(_array_of(value), self._name, what)
         if a.shape != self._v.shape:
             raise ValueError(
                 f"Variable '{self._name}': cannot {what} a value of shape {a.shape}; "
@@ -152,28 +255,23 @@ class Variable(Tensor):
 
     def assign(self, value) -> Variable:
         """Set the value in place; the shape must match. Returns the variable."""
-        a = self._checked(value, "assign")
+        return self._update("assign", value)
+
+    def assign_add(self, delta) -> Variable:
+        """Add ``delta`` to the value (shape must match). Returns the variable."""
+        return self._update("assign_add", delta)
+
+    def assign_sub(self, delta) -> Variable:
+        """Subtract ``delta`` from the value (shape must match). Returns the variable."""
+        return self._update("assign_sub", delta)
+
+    def _update(self, method: str, value) -> Variable:
+        a = self._checked(value, method)
         # Replace rather than write in place: a tape may hold the old array.
         if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
             keep_reads(self)
-            _notify("record_assign", self, "assign", value)
-        self._v = a.astype(self._v.dtype, copy=True)
-        return self
-
-    def assign_add(self, delta) -> Variable:
-        a = self._checked(delta, "assign_add")
-        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
-            keep_reads(self)
-            _notify("record_assign", self, "assign_add", delta)
-        self._v = (self._v + a).astype(self._v.dtype, copy=False)
-        return self
-
-    def assign_sub(self, delta) -> Variable:
-        a = self._checked(delta, "assign_sub")
-        if RECORDERS or KEEPERS:  # before the update, so a tracer can also undo it
-            keep_reads(self)
-            _notify("record_assign", self, "assign_sub", delta)
-        self._v = (self._v - a).astype(self._v.dtype, copy=False)
+            _notify("record_assign", self, method, value)
+        _UPDATE[method](self, a)
         return self
 
     def __repr__(self) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.ops.elementwise import add, cast
+from layerkit.primitives.elementwise import add, cast
 
 
 def _zeros_view(t: Tensor) -> Tensor:
@@ -30,7 +30,7 @@ def _sweep(nodes: list, sources: list) -> list:
         if True in needs:
             path.append((node[0], ins, node[2], node[3], needs))
             for o in node[2]:
-                if o._v.dtype.kind in "fc":  # integer/bool results carry no gradient
+                if o._rv.dtype.kind in "fc":  # integer/bool results carry no gradient
                     relevant.add(id(o))
     return path
 
@@ -38,12 +38,12 @@ def _sweep(nodes: list, sources: list) -> list:
 def _checked(op, x: Tensor, gx: Tensor) -> Tensor:
     """``gx`` if it fits ``x``; cast to ``x``'s dtype; a ValueError naming the op if the
     rule returned the wrong shape."""
-    if gx._v.shape != x._v.shape:
+    if gx._rv.shape != x._rv.shape:
         raise ValueError(
             f"gradient rule of op '{op.name}' returned shape {gx.shape} for an "
             f"input of shape {x.shape}"
         )
-    return gx if gx._v.dtype == x._v.dtype else cast(gx, x._v.dtype)
+    return gx if gx._rv.dtype == x._rv.dtype else cast(gx, x._rv.dtype)
 
 
 def backward(nodes: list, targets: list, seeds: list, sources: list,
@@ -93,7 +93,7 @@ def backward(nodes: list, targets: list, seeds: list, sources: list,
             if gx is None:
                 continue
             x = ins[0]
-            gv, xv = gx._v, x._v
+            gv, xv = gx._rv, x._rv
             if gv.dtype is not xv.dtype or gv.shape != xv.shape:
                 gx = _checked(op, x, gx)
             key = id(x)
@@ -103,7 +103,7 @@ def backward(nodes: list, targets: list, seeds: list, sources: list,
         for x, gx, need in zip(ins, in_grads, needs):
             if gx is None or not need:
                 continue
-            gv, xv = gx._v, x._v
+            gv, xv = gx._rv, x._rv
             if gv.dtype is not xv.dtype or gv.shape != xv.shape:
                 gx = _checked(op, x, gx)
             key = id(x)

@@ -15,8 +15,8 @@ from layerkit._core.convert import to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.tape import GradientTape
-from layerkit.ops.elementwise import multiply
-from layerkit.ops.reduce import reduce_sum
+from layerkit.primitives.elementwise import multiply
+from layerkit.primitives.reduce import reduce_sum
 
 
 class GradientCheckError(AssertionError):

@@ -97,7 +97,7 @@ def custom_gradient(f: Callable) -> Callable:
                 f"'variables' keyword argument"
             )
         # New output Tensors (a Variable's array is copied: it may change in place).
-        outs = tuple(wrap(np.array(t._v) if isinstance(t, Variable) else t._v) for t in ys)
+        outs = tuple(wrap(np.array(t._rv) if isinstance(t, Variable) else t._rv) for t in ys)
         if context.RECORDERS:
             op = Op(f"custom_gradient:{name}", None,
                     _make_vjp(name, grad_fn, len(ins), variables), num_outputs=len(outs))

@@ -8,8 +8,8 @@ from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.ops import array as _array
-from layerkit.ops.creation import zeros
+from layerkit.primitives import array as _array
+from layerkit.primitives.creation import zeros
 
 
 def _prepare(tape, target, source, unconnected_gradients: str, what: str):

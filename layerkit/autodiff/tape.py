@@ -16,8 +16,8 @@ from layerkit._core.variable import KEEPERS, Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.ops.creation import zeros_like
-from layerkit.ops.elementwise import add
+from layerkit.primitives.creation import zeros_like
+from layerkit.primitives.elementwise import add
 
 _READ_VALUE = Op("read_value", lambda x: x.copy(), lambda g, ins, out, needs: (g,))
 _SCALAR_ONES: dict = {}
@@ -31,7 +31,7 @@ _discard = KEEPERS.discard
 def _ones(t: Tensor) -> np.ndarray:
     """The default seed: ones like ``t``; a shared read-only 0-d array for scalars (the
     common loss case; np.ones costs ~1 us of Python per call)."""
-    v = t._v
+    v = t._rv
     try:  # arrays, NumPy scalars and traced values all have both
         dtype, shape = v.dtype, v.shape
     except AttributeError:  # a Python scalar
@@ -66,9 +66,9 @@ def _self_gradient(source: Tensor, targets: list, seeds: list):
 
 def _is_float(t: Tensor) -> bool:
     try:
-        return t._v.dtype.kind in "fc"
+        return t._rv.dtype.kind in "fc"
     except AttributeError:
-        return isinstance(t._v, float)
+        return isinstance(t._rv, float)
 
 
 class UnconnectedGradients(enum.StrEnum):
@@ -231,7 +231,7 @@ class GradientTape:
             return
         self._nodes.append((op, ins, outs, attrs, needs))
         for o in outs:
-            if o._v.dtype.kind in "fc":  # integer/bool results carry no gradient
+            if o._rv.dtype.kind in "fc":  # integer/bool results carry no gradient
                 w[id(o)] = o
 
     # ---- public API ---------------------------------------------------------------------

@@ -25,7 +25,7 @@ import numpy as np
 from layerkit._core.atomic import remove_stale_temps
 from layerkit._core.context import RECORDERS
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import KEEPERS, Variable
+from layerkit._core.variable import KEEPERS, Variable, replace_value
 from layerkit.checkpoint import index as _index
 from layerkit.checkpoint import trackable
 from layerkit.checkpoint.format import (
@@ -34,7 +34,7 @@ from layerkit.checkpoint.format import (
     CheckpointReader,
     write_file,
 )
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 __all__ = ["Checkpoint", "CheckpointLoadStatus", "GlobalRNG"]
 
@@ -699,7 +699,7 @@ def _restore(root, reader: CheckpointReader, skip_mismatch: bool = False,
             trackable.set_state(obj, decoded[where])
     except BaseException as e:
         for var, old in old_values:
-            var._v = old
+            replace_value(var, old)
         for obj, state in old_states:
             trackable.set_state(obj, state)
         if isinstance(e, Exception) and old_states:
@@ -748,6 +748,6 @@ def _assign_fresh(var: Variable, value: np.ndarray) -> None:
     # Under an active recorder (an lk.function trace) assign() must see the update, and
     # so must tapes that still hold ops reading the variable (KEEPERS).
     if type(var).assign is Variable.assign and not RECORDERS and not KEEPERS:
-        var._v = value
+        replace_value(var, value)
     else:
         var.assign(value)

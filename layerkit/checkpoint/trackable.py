@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-from layerkit._core.variable import Variable
+from layerkit._core.variable import Variable, replace_value
 from layerkit.checkpoint.format import CheckpointError
 
 _PENDING_ATTR = "_lk_deferred_restores"
@@ -130,7 +130,7 @@ def _assign(record: Parked, variable) -> None:
         # Set the buffer, not assign(): a variable created inside an lk.function trace
         # (a layer built or optimizer slots made on the first call) would get an assign
         # node that the graph replays on every call, resetting it to the checkpoint.
-        variable._v = np.array(value, dtype=dtype, copy=True)
+        replace_value(variable, np.array(value, dtype=dtype, copy=True))
     else:
         variable.assign(value)
 

@@ -28,7 +28,7 @@ from layerkit.data.node import (
     fn_name,
     fn_note,
 )
-from layerkit.ops.random import next_seed
+from layerkit.primitives.random import next_seed
 
 _normalize = _st.normalize
 

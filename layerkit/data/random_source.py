@@ -13,7 +13,7 @@ from layerkit._core.op import wrap
 from layerkit.data import rng as _rng
 from layerkit.data import structure as _st
 from layerkit.data.node import INFINITE, Node, NodeIterator
-from layerkit.ops.random import next_seed
+from layerkit.primitives.random import next_seed
 
 _INT64 = _st.TensorSpec((), np.int64)
 

@@ -18,7 +18,7 @@ import numpy as np
 from layerkit._core.op import wrap
 from layerkit.data import structure as _st
 from layerkit.data.node import Node, NodeIterator
-from layerkit.ops.random import next_seed
+from layerkit.primitives.random import next_seed
 
 _BLOCK = 1024
 

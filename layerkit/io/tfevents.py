@@ -7,7 +7,8 @@ An event file is a sequence of TFRecord records, each::
 (little-endian), where ``data`` is a serialized ``tensorflow.Event`` protocol buffer.
 The first event carries ``file_version = "brain.Event:2"``. This module encodes the few
 messages layerkit writes by hand: scalar summaries (``Summary.Value.simple_value``),
-histograms (``HistogramProto``) and a ``GraphDef`` of named nodes with inputs and
+histograms (``HistogramProto``), tensor summaries with plugin metadata (``TensorProto`` +
+``SummaryMetadata``, what ``tf.summary`` writes) and a ``GraphDef`` of named nodes with inputs and
 attributes. Field numbers follow tensorflow/core/util/event.proto,
 framework/summary.proto, framework/graph.proto, node_def.proto, attr_value.proto and
 tensor_shape.proto. TensorBoard reads these files as it reads TensorFlow's.
@@ -114,6 +115,28 @@ def _histogram(values) -> bytes:
             + _packed_doubles(7, counts))
 
 
+# TensorProto dtypes (tensorflow/core/framework/types.proto) of the arrays tensor summaries hold
+_DT = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.int32): 3,
+       np.dtype(np.uint8): 4, np.dtype(np.int64): 9, np.dtype(np.bool_): 10}
+_DT_STRING = 7
+
+
+def _tensor(value) -> bytes:
+    """A ``TensorProto``: dtype, shape, then the little-endian bytes in ``tensor_content``
+    (numbers) or one ``string_val`` per element (str/bytes arrays, UTF-8)."""
+    a = np.asarray(value)
+    if a.dtype.kind in "USO":
+        items = [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in a.ravel()]
+        return (_int(1, _DT_STRING) + _bytes(2, _shape(a.shape))
+                + b"".join(_bytes(8, x) for x in items))
+    if a.dtype not in _DT:
+        raise TypeError(f"tensor summaries hold float32, float64, int32, int64, uint8, bool "
+                        f"or string arrays; received dtype {a.dtype}")
+    le = a.astype(a.dtype.newbyteorder("<"), copy=False)
+    return (_int(1, _DT[a.dtype]) + _bytes(2, _shape(a.shape))
+            + _bytes(4, np.ascontiguousarray(le).tobytes()))
+
+
 def _shape(dims) -> bytes:
     """A ``TensorShapeProto``; None dimensions are -1 (unknown)."""
     return b"".join(_bytes(2, _int(1, -1 if d is None else d)) for d in dims)
@@ -159,6 +182,7 @@ class EventFileWriter:
     Args:
         logdir: the directory (created if needed); TensorBoard shows one run per
             directory.
+        filename_suffix: the end of the file's name (TensorFlow's default ``.v2``).
 
     Example:
         >>> import tempfile
@@ -167,13 +191,13 @@ class EventFileWriter:
         >>> w.close()
     """
 
-    def __init__(self, logdir) -> None:
+    def __init__(self, logdir, filename_suffix: str = ".v2") -> None:
         import socket
 
         self.logdir = os.fspath(logdir)
         os.makedirs(self.logdir, exist_ok=True)
         name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
-                f"{os.getpid()}.{next(_UIDS)}.v2")
+                f"{os.getpid()}.{next(_UIDS)}{filename_suffix}")
         self.path = os.path.join(self.logdir, name)
         self._f = open(self.path, "wb")
         self._event(_bytes(3, "brain.Event:2"), step=0)
@@ -194,6 +218,16 @@ class EventFileWriter:
     def add_histogram(self, tag: str, values, step: int) -> None:
         """A histogram of ``values`` (30 equal-width buckets) at ``step``."""
         self._summary(tag, _bytes(5, _histogram(values)), step)
+
+    def add_tensor(self, tag: str, value, step: int, plugin_name: str,
+                   description: str | None = None) -> None:
+        """A tensor summary at ``step``, as ``tf.summary`` writes it: the array ``value``
+        (see :func:`_tensor`) with ``SummaryMetadata`` naming the TensorBoard plugin
+        (``scalars``, ``histograms``, ``images``, ``text``) that shows it."""
+        meta = _bytes(1, _bytes(1, plugin_name))
+        if description:
+            meta += _bytes(3, description)
+        self._summary(tag, _bytes(9, meta) + _bytes(8, _tensor(value)), step)
 
     def add_graph(self, graph: bytes) -> None:
         """A serialized ``GraphDef`` (see :func:`graph_def`)."""

@@ -171,3 +171,9 @@ __all__ = ["serialize", "deserialize",
     "Resizing", "CenterCrop", "RandomFlip", "RandomRotation", "RandomZoom",
     "RandomTranslation", "RandomContrast",
 ]
+
+
+def __getattr__(name: str):
+    from layerkit._missing import missing_attribute
+
+    raise missing_attribute("layerkit.layers", name)

@@ -10,9 +10,9 @@ import numpy as np
 from layerkit import initializers, regularizers
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["ReLU", "LeakyReLU", "PReLU", "ELU", "Softmax"]
 

@@ -1,8 +1,8 @@
 """Activation lookup: Keras names (``'relu'``, ``'softmax'``, ...) to layerkit functions."""
 from __future__ import annotations
 
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
 
 __all__ = ["get", "serialize", "linear"]
 

@@ -14,12 +14,12 @@ import numpy as np
 from layerkit import constraints, initializers, regularizers
 from layerkit.layers.core import SeededLayer
 from layerkit.layers.layer import Layer, get_keras_mask, set_keras_mask
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import linalg as _linalg
-from layerkit.ops import nn as _nn
-from layerkit.ops import random as _random
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import random as _random
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["MultiHeadAttention", "Attention", "AdditiveAttention"]
 

@@ -15,11 +15,11 @@ from layerkit.layers.backend_config import image_data_format
 from layerkit.layers.core import add_kernel_bias, kernel_bias_config, kernel_bias_options
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
-from layerkit.ops import conv_nd as _cnd
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops.spatial import same_pads
+from layerkit.primitives import array as _array
+from layerkit.primitives import conv_nd as _cnd
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives.spatial import same_pads
 
 __all__ = ["Conv2D", "Conv2DTranspose", "DepthwiseConv2D"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from layerkit import constraints, initializers, regularizers
 from layerkit.layers import activations
 from layerkit.layers.conv import _Conv, _ConvND, _ConvTranspose, _DepthwiseConv, ntuple
-from layerkit.ops import conv_nd as _cnd
-from layerkit.ops import nn as _nn
+from layerkit.primitives import conv_nd as _cnd
+from layerkit.primitives import nn as _nn
 
 __all__ = ["Conv1D", "Conv3D", "Conv1DTranspose", "Conv3DTranspose", "DepthwiseConv1D",
            "SeparableConv1D", "SeparableConv2D"]

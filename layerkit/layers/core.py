@@ -13,11 +13,11 @@ from layerkit.layers import activations
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer, enable_masks
 from layerkit.layers.symbolic import SymbolicTensor
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import linalg as _linalg
-from layerkit.ops import nn as _nn
-from layerkit.ops import random as _random
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import random as _random
 
 __all__ = ["Dense", "Activation", "Flatten", "Reshape", "Dropout", "Embedding", "Identity",
            "Lambda", "InputLayer"]

@@ -24,13 +24,13 @@ from layerkit import constraints, initializers, regularizers
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import Variable, replace_value
 from layerkit.checkpoint import trackable
 from layerkit.layers import input_spec as _spec
 from layerkit.layers import symbolic as _sym
 from layerkit.layers.backend_config import floatx
 from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
-from layerkit.ops.elementwise import cast
+from layerkit.primitives.elementwise import cast
 
 __all__ = ["Layer", "reset_uids", "get_keras_mask", "set_keras_mask", "layer_from_config",
            "layer_to_config"]
@@ -373,7 +373,7 @@ class Layer(Tracked):
         try:  # a value a checkpoint restore parked for this weight
             restored = trackable.apply_deferred(self, self._var_names[id(var)], var)
             if parked and not restored:  # it was parked under another (unique) name
-                var._v = to_array(init(shape, dtype=dtype), dtype)
+                replace_value(var, to_array(init(shape, dtype=dtype), dtype))
         except Exception:
             # It does not fit (a model built differently from the saved one). The error
             # names the file and path; the layer is left without the half-made weight.

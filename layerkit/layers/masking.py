@@ -14,8 +14,8 @@ functional models, and traced train steps.
 from __future__ import annotations
 
 from layerkit.layers.layer import Layer, enable_masks
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["Masking"]
 

@@ -9,12 +9,12 @@ has one.
 from __future__ import annotations
 
 from layerkit.layers.layer import _MASKS, Layer, get_keras_mask, set_keras_mask
-from layerkit.ops import array as _array
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import linalg as _linalg
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate", "Dot",
            "add", "subtract", "multiply", "average", "maximum", "minimum", "concatenate", "dot"]

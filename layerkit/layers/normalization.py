@@ -5,10 +5,10 @@ from __future__ import annotations
 from layerkit import constraints, initializers, regularizers
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["BatchNormalization", "LayerNormalization", "GroupNormalization",
            "UnitNormalization"]

@@ -16,10 +16,10 @@ from layerkit.layers.conv import (
 )
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
-from layerkit.ops import conv_nd as _cnd
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import conv_nd as _cnd
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
            "AveragePooling2D", "AveragePooling3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D",

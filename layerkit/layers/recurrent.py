@@ -11,9 +11,9 @@ from layerkit.layers.core import Activation, Dense, Embedding, Flatten
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer, _mask_info, layer_from_config, layer_to_config
 from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
-from layerkit.ops import array as _array
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
+from layerkit.primitives import array as _array
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
 
 __all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed"]
 
@@ -41,7 +41,7 @@ class RNN(Layer):
     ``call(inputs, states) -> (output, new_states)`` with ``states`` a list. A list of
     cells is stacked (:class:`StackedRNNCells`). The stock ``SimpleRNNCell``,
     ``LSTMCell`` and ``GRUCell`` in their default form run the whole sequence as one
-    fused record (:mod:`layerkit.ops.rnn`: NumPy loops forward and backward, no per-step
+    fused record (:mod:`layerkit.primitives.rnn`: NumPy loops forward and backward, no per-step
     eager ops); other cells, configurations and masked inputs loop step by step.
 
     Args:

@@ -10,7 +10,7 @@ time steps as one GEMM) and ``step(projected_t, states)``; ``call`` is the two c
 so there is one implementation of each recurrence for the per-step loop.
 
 ``fused_sequence(inputs, states, go_backwards, training)`` runs a whole sequence as one
-record of :mod:`layerkit.ops.rnn` (forward and backward in NumPy, no per-step eager
+record of :mod:`layerkit.primitives.rnn` (forward and backward in NumPy, no per-step eager
 ops) when the cell is a stock cell in its default form (tanh / sigmoid activations, GRU
 with ``reset_after=True``, no recurrent dropout while training); otherwise it returns
 None and :class:`~layerkit.layers.RNN` loops ``step``. Both paths compute the same thing.
@@ -22,13 +22,13 @@ import numpy as np
 from layerkit import constraints, initializers, regularizers
 from layerkit.layers import activations
 from layerkit.layers.layer import Layer, layer_from_config, layer_to_config
-from layerkit.ops import array as _array
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import linalg as _linalg
-from layerkit.ops import nn as _nn
-from layerkit.ops import random as _random
-from layerkit.ops import rnn as _rnn
+from layerkit.primitives import array as _array
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import random as _random
+from layerkit.primitives import rnn as _rnn
 
 __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
 

@@ -14,9 +14,9 @@ from layerkit import regularizers
 from layerkit.layers.core import Dropout, SeededLayer
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import random as _random
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import random as _random
 
 __all__ = ["SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
            "GaussianDropout", "AlphaDropout", "ActivityRegularization"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
+from layerkit.primitives import array as _array
 
 __all__ = ["RepeatVector", "Permute"]
 

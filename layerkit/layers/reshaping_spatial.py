@@ -9,8 +9,8 @@ from __future__ import annotations
 from layerkit.layers.conv import check_data_format, from_channels_last, ntuple, to_channels_last
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
-from layerkit.ops import image as _image
+from layerkit.primitives import array as _array
+from layerkit.primitives import image as _image
 
 __all__ = ["UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D",
            "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D"]

@@ -11,7 +11,7 @@ import re
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
 from layerkit.module import Module
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 _PENDING = trackable._PENDING_ATTR
 

@@ -12,7 +12,7 @@ from layerkit import metrics as _metrics
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten
 from layerkit.checkpoint import trackable
-from layerkit.ops import elementwise as _ew
+from layerkit.primitives import elementwise as _ew
 
 
 def _per_output(spec, output_names: list, what: str) -> list:

@@ -18,7 +18,7 @@ from layerkit._core.convert import FLOATX
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 
 def unpack_x_y_sample_weight(data):

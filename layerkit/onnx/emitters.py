@@ -16,13 +16,13 @@ import numpy as np
 from layerkit.layers import core as _core_layers
 from layerkit.onnx._builder import INT64_MAX, INT64_MIN
 from layerkit.onnx.registry import register_onnx
-from layerkit.ops import array as _array
-from layerkit.ops import conv as _conv
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import linalg as _linalg
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
-from layerkit.ops import rnn as _rnn
+from layerkit.primitives import array as _array
+from layerkit.primitives import conv as _conv
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
+from layerkit.primitives import rnn as _rnn
 
 _NCHW, _NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 

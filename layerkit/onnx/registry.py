@@ -34,7 +34,7 @@ def register_onnx(record: Op, emitter: Callable, replace: bool = False) -> None:
     Example:
         >>> import numpy as np
         >>> from layerkit.onnx import register_onnx
-        >>> from layerkit.ops import reduce
+        >>> from layerkit.primitives import reduce
         >>> def emit_cumprod(b, n):   # exp(cumsum(log x)): positive inputs only
         ...     axis = b.const(np.int64(n.attrs["axis"]))
         ...     return b.add("Exp", [b.add("CumSum", [b.add("Log", n.inputs), axis])])

@@ -15,8 +15,8 @@ processed in blocks that stay in cache (a 400k-element Adam update: 1.72 ms whol
 1.15-1.28 ms in blocks of 32-64k elements on this machine).
 
 Inside ``lk.function`` (a traced train step), ``apply``/``apply_gradients`` records one
-stateful graph node (``optimizer_update``, no outputs) whose forward is that same NumPy
-path on the gradient arrays: the graph re-runs it on every call, reading the learning
+Python-call node (``layerkit._core.effects.python_call``, no outputs) that runs that same
+NumPy path on the gradient arrays: the graph re-runs it on every call, reading the learning
 rate, schedule and ``iterations`` live, so traced and eager steps give the same numbers.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ import warnings
 import numpy as np
 
 from layerkit._core import context, distribution
-from layerkit._core.op import Op, apply
+from layerkit._core.effects import python_call
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import KEEPERS, Variable, keep_reads
+from layerkit._core.variable import KEEPERS, Variable, adopt, keep_reads, replace_value, writable
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules as _schedules
 
@@ -68,69 +68,20 @@ class _Group:
             a, b = offsets[k], offsets[k + 1]
             shape = var._v.shape
             view = self.vbuf[a:b].reshape(shape)
-            view[...] = var._v
-            var._v = view
+            adopt(var, view)
             self.vviews.append(view)
             sv = []
             for j, slot in enumerate(slot_lists[k]):
                 s = self.sbufs[j][a:b].reshape(shape)
-                s[...] = slot._v
-                slot._v = s
+                adopt(slot, s)
                 sv.append(s)
             self.sviews.append(sv)
-
-
-class _Step:
-    """The static attribute of a traced update node: which optimizer, which variables."""
-
-    __slots__ = ("optimizer", "variables")
-
-    def __init__(self, optimizer, variables: list) -> None:
-        self.optimizer = optimizer
-        self.variables = variables
-
-    def __repr__(self) -> str:
-        return f"<{type(self.optimizer).__name__} step of {len(self.variables)} variables>"
-
-
-def _apply_forward(*grads, step: _Step):
-    if context.RECORDERS:  # only while tracing: graph runs have no recorders
-        with context.untraced():
-            step.optimizer._apply_arrays(grads, step.variables)
-    else:
-        step.optimizer._apply_arrays(grads, step.variables)
-    return ()
-
-
-# An optimizer update as a graph node: no outputs (a pure side effect, so never folded,
-# merged or removed), re-run on every call of the traced function.
-_APPLY = Op("optimizer_update", _apply_forward, num_outputs=0, stateful=True,
-            updates=lambda attrs: _updated(attrs["step"]))
-
-
-def _updated(step: _Step) -> list:
-    # What a step writes into in place: the variables and their slots.
-    records = step.optimizer._records
-    return step.variables + [s for v in step.variables for s in records[id(v)][1]]
-
-
 
 
 def _keep_reads(work: list, iterations: Variable) -> None:
     # The variables, their slots and the step counter are about to change.
     keep_reads(*[item[0] for item in work], *[s for item in work for s in item[2][1]],
                iterations)
-
-
-def _forget_reads(variables: list) -> None:
-    # The lk.function tracer caches one read node per variable until it sees an assign;
-    # an update done by a record is not an assign, so drop the cached reads (private
-    # tracer state: see the report for the public hook this wants).
-    for r in context.RECORDERS:
-        reads = getattr(r, "_reads", None)
-        if isinstance(reads, dict):
-            for v in variables:
-                reads.pop(id(v), None)
 
 
 class Optimizer:
@@ -407,11 +358,11 @@ class Optimizer:
         if KEEPERS:  # now, while the tracer sees the snapshots as reads before the update
             _keep_reads([(var, None, self._records[id(var)]) for var in updated],
                         self.iterations)
-        apply(_APPLY, *[g for g, _ in present], step=_Step(self, updated))
-        # The node changes these variables (in place, or ``iterations`` by replacement):
-        # reads recorded before it must not stand for reads after it.
-        _forget_reads(updated + [self.iterations]
-                      + [s for var in updated for s in self._records[id(var)][1]])
+        # The node changes these variables (in place, or ``iterations`` by replacement).
+        changed = updated + [s for var in updated for s in self._records[id(var)][1]]
+        python_call(lambda *grads: self._apply_arrays(grads, updated),
+                    [g for g, _ in present], updates=changed + [self.iterations],
+                    name=f"{type(self).__name__} step of {len(updated)} variables")
         for var in updated:  # recorded after the update node, as ops on the new values
             if var.constraint is not None:
                 var.assign(var.constraint(var))
@@ -462,10 +413,10 @@ class Optimizer:
             v = var._v
             if type(v) is not np.ndarray or not v.flags.writeable:
                 # e.g. a 0-d value stored as a NumPy scalar: give the variable its own buffer.
-                v = var._v = np.array(v)
+                v = writable(var)[0]
             self._update(v, g, [s._v for s in rec[1]], decay if rec[2] else 0.0, consts)
         # A new array rather than += so that earlier .numpy() results stay as they were.
-        self.iterations._v = np.array(int(self.iterations._v) + 1, dtype=np.int64)
+        replace_value(self.iterations, np.array(int(self.iterations._v) + 1, dtype=np.int64))
 
     def _update(self, v: np.ndarray, g: np.ndarray, slots: list, wd: float, consts) -> None:
         """Decay and update one array in place (block by block when it is large)."""
@@ -526,12 +477,10 @@ class Optimizer:
         for k, var in enumerate(group.vars):
             view = group.vviews[k]
             if var._v is not view:
-                np.copyto(view, var._v, casting="unsafe")
-                var._v = view
+                adopt(var, view)
             for slot, sview in zip(group.slots[k], group.sviews[k]):
                 if slot._v is not sview:
-                    np.copyto(sview, slot._v, casting="unsafe")
-                    slot._v = sview
+                    adopt(slot, sview)
             grads.append(items[id(var)][1].reshape(-1))
         np.concatenate(grads, out=group.gbuf)
         self._update(group.vbuf, group.gbuf, group.sbufs, decay if group.decays else 0.0,

@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from layerkit.data import AUTOTUNE, Dataset
-from layerkit.ops.image import RESIZE_METHODS
+from layerkit.primitives.image import RESIZE_METHODS
 from layerkit.utils import image_utils
 
 __all__ = ["image_dataset_from_directory", "text_dataset_from_directory"]

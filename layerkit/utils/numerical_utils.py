@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _shape
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import reduce as _red
+from layerkit.primitives import array as _shape
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import reduce as _red
 
 __all__ = ["to_categorical", "normalize"]
 

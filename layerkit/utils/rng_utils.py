@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 
-from layerkit.ops import random as _random
+from layerkit.primitives import random as _random
 
 __all__ = ["set_random_seed"]
 

@@ -19,7 +19,7 @@ from layerkit.checkpoint import (
     latest_checkpoint,
 )
 from layerkit.checkpoint.format import write_file
-from layerkit.ops import random as lk_random
+from layerkit.primitives import random as lk_random
 from tests.checkpoint.helpers import Module, Stateful, values
 
 

@@ -73,7 +73,7 @@ def test_element_rng_reproducible_for_any_parallelism():
 
 
 def test_element_rng_changes_per_pass_and_follows_global_seed():
-    from layerkit.ops import random as lkr
+    from layerkit.primitives import random as lkr
 
     def noise(x):
         return int(lkd.element_seed() % 1000)

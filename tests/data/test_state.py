@@ -151,7 +151,7 @@ def test_iterator_takes_part_in_checkpoints():
 
 
 def test_midepoch_resume_of_a_training_style_pipeline_matches_uninterrupted_run():
-    from layerkit.ops import random as lkr
+    from layerkit.primitives import random as lkr
 
     def build():
         lkr.set_seed(123)  # seedless shuffles and maps: seeds come from the global generator
@@ -206,7 +206,7 @@ CACHE_ORDERS = {
 
 
 def _seeded(build):
-    from layerkit.ops import random as lkr
+    from layerkit.primitives import random as lkr
     lkr.set_seed(7)
     return build()
 

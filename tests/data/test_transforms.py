@@ -10,7 +10,7 @@ import pytest
 import layerkit as lk
 import layerkit.data as lkd
 from layerkit.data import Dataset, TensorSpec
-from layerkit.ops import random as lkr
+from layerkit.primitives import random as lkr
 
 from .data_test_util import values
 

@@ -250,7 +250,7 @@ def test_rnn_rejects_empty_sequence_and_bad_rank():
         LSTM(2)(np.zeros((1, 3), np.float32))
 
 
-# ---- the fused whole-sequence path (layerkit/ops/rnn.py) vs the per-step loop ----------
+# ---- the fused whole-sequence path (layerkit/primitives/rnn.py) vs the per-step loop ----------
 class LoopSimpleRNNCell(SimpleRNNCell):
     """Stock cells seen as user cells: RNN takes the generic per-step loop for them."""
 

@@ -10,7 +10,9 @@ import layerkit.models
 
 MODULES = ["layerkit.models.model", "layerkit.models.sequential", "layerkit.models.functional",
            "layerkit.optimizers.sgd", "layerkit.optimizers.adam",
-           "layerkit.optimizers.schedules", "layerkit.losses", "layerkit.metrics"]
+           "layerkit.optimizers.schedules", "layerkit.losses",
+           "layerkit.metrics.reduction_metrics", "layerkit.metrics.accuracy_metrics",
+           "layerkit.metrics.confusion_metrics"]
 
 
 @pytest.mark.parametrize("name", MODULES)

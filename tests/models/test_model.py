@@ -10,7 +10,7 @@ from layerkit import layers as L
 from layerkit import losses, metrics, optimizers
 from layerkit.checkpoint.checkpoint import Checkpoint
 from layerkit.models import Input, Model, Sequential
-from layerkit.ops import random as lk_random
+from layerkit.primitives import random as lk_random
 from tests.models.custom_steps import MLP, Keras2Step, Keras3Step
 
 

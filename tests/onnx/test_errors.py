@@ -9,7 +9,7 @@ import pytest
 import layerkit as lk
 from layerkit.onnx import ExportError, UnsupportedOpError, register_onnx
 from layerkit.onnx.registry import emitter_for
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import reduce as _reduce
 
 pytest.importorskip("onnx")
 

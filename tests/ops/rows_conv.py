@@ -1,4 +1,4 @@
-"""Gradient-table rows for layerkit/ops/conv.py: one or more rows per differentiable record.
+"""Gradient-table rows for layerkit/primitives/conv.py: one or more rows per differentiable record.
 
 Each row: ``{"name": <Op.name>, "fn": f(*Tensors), "args": [float64 arrays], "order": 2}``
 for ``layerkit.autodiff.check.check_grads(row["fn"], row["args"], order=row["order"])``.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.op import apply, wrap
-from layerkit.ops import conv as C
+from layerkit.primitives import conv as C
 
 _rng = np.random.default_rng(7)
 

@@ -1,4 +1,4 @@
-"""Gradient-table rows for layerkit/ops/conv_nd.py and layerkit/ops/image.py.
+"""Gradient-table rows for layerkit/primitives/conv_nd.py and layerkit/primitives/image.py.
 
 Records: the N-D convolution family (``conv_nd`` and its two backprops; grouped
 convolutions reach it through a block-diagonal kernel) and the
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.op import apply
-from layerkit.ops import conv_nd as N
-from layerkit.ops import image as I
+from layerkit.primitives import conv_nd as N
+from layerkit.primitives import image as I
 
 _rng = np.random.default_rng(14)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import layerkit as lk
 from layerkit._core.op import apply
-from layerkit.ops import elementwise as E
+from layerkit.primitives import elementwise as E
 
 _rng = np.random.default_rng(1234)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from layerkit import nn
 from layerkit._core.op import apply
-from layerkit.ops import nn as N
+from layerkit.primitives import nn as N
 
 _rng = np.random.default_rng(20261121)
 

@@ -12,8 +12,8 @@ import numpy as np
 
 import layerkit as lk
 from layerkit._core.op import apply
-from layerkit.ops import array as A
-from layerkit.ops import linalg as L
+from layerkit.primitives import array as A
+from layerkit.primitives import linalg as L
 
 _rng = np.random.default_rng(20261120)
 

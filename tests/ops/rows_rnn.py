@@ -1,4 +1,4 @@
-"""Gradient-table rows for layerkit/ops/rnn.py: one or more rows per differentiable record.
+"""Gradient-table rows for layerkit/primitives/rnn.py: one or more rows per differentiable record.
 
 Each row: ``{"name": <Op.name>, "fn": f(*Tensors), "args": [float64 arrays], "order": 2}``
 for ``layerkit.autodiff.check.check_grads(row["fn"], row["args"], order=row["order"])``.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core.op import apply
-from layerkit.ops import rnn as R
+from layerkit.primitives import rnn as R
 
 _rng = np.random.default_rng(11)
 SEQ, BATCH, FEATURES, UNITS = 3, 2, 3, 2

@@ -4,8 +4,8 @@ import pytest
 
 import layerkit as lk
 from layerkit._core.op import apply
-from layerkit.ops import array as A
-from layerkit.ops import broadcast as B
+from layerkit.primitives import array as A
+from layerkit.primitives import broadcast as B
 
 RNG = np.random.default_rng(11)
 X = RNG.standard_normal((2, 3, 4))

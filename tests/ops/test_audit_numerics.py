@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit.ops import creation
+from layerkit.primitives import creation
 
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
               np.uint64, np.bool_]

@@ -9,7 +9,7 @@ import pytest
 import layerkit as lk
 from layerkit._core.op import Op
 from layerkit.kernels import scratch
-from layerkit.ops import conv as C
+from layerkit.primitives import conv as C
 from tests.ops.rows_conv import ROWS
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit.ops import conv_nd as N
+from layerkit.primitives import conv_nd as N
 
 _rng = np.random.default_rng(5)
 

@@ -9,7 +9,7 @@ import pytest
 
 import layerkit as lk
 from layerkit._core.op import Op
-from layerkit.ops import elementwise as E
+from layerkit.primitives import elementwise as E
 from tests.ops.rows_elementwise import ROWS
 
 rng = np.random.default_rng(0)

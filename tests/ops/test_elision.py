@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit.ops import elementwise as E
+from layerkit.primitives import elementwise as E
 
 N = 1 << 17  # 512 KiB of float32: above the 256 KiB elision threshold
 

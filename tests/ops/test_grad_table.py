@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-import layerkit.ops
+import layerkit.primitives
 from layerkit._core.op import Op, wrap
 from layerkit.autodiff.check import GradientCheckError, check_grads
 from tests.ops import (
@@ -23,6 +23,7 @@ from tests.ops import (
     rows_nn,
     rows_reduce_array_linalg,
     rows_rnn,
+    rows_tf_namespaces,
 )
 
 ROWS = [
@@ -32,6 +33,7 @@ ROWS = [
     *rows_conv.ROWS,
     *rows_conv_nd.ROWS,
     *rows_rnn.ROWS,
+    *rows_tf_namespaces.ROWS,
 ]
 
 
@@ -53,8 +55,8 @@ def test_gradient(row):
 
 def _registered_differentiable_ops():
     ops = {}
-    for info in pkgutil.iter_modules(layerkit.ops.__path__):
-        mod = importlib.import_module(f"layerkit.ops.{info.name}")
+    for info in pkgutil.iter_modules(layerkit.primitives.__path__):
+        mod = importlib.import_module(f"layerkit.primitives.{info.name}")
         for value in vars(mod).values():
             if isinstance(value, Op) and value.vjp is not None:
                 ops[value.name] = value
@@ -72,7 +74,8 @@ def test_every_differentiable_primitive_is_in_the_table():
 
 def test_every_row_names_a_record_or_a_public_composite():
     # A misspelt name would leave the row's record looking covered by nothing.
-    public = {n for n in dir(lk) if not n.startswith("_")} | set(lk.nn.__all__)
+    public = ({n for n in dir(lk) if not n.startswith("_")} | set(lk.nn.__all__)
+              | set(lk.math.__all__) | set(lk.linalg.__all__))
     unknown = sorted({row["name"] for row in ROWS} - set(_RECORDS) - public)
     assert not unknown, f"rows named after neither a record nor a public function: {unknown}"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit.ops import image as I
+from layerkit.primitives import image as I
 
 _rng = np.random.default_rng(3)
 

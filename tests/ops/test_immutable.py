@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit.ops import array as A
+from layerkit.primitives import array as A
 
 # Ops whose forward may return a view of its input (or the input itself), with what
 # they compute in NumPy.

@@ -4,7 +4,7 @@ import pytest
 
 import layerkit as lk
 from layerkit._core.op import apply
-from layerkit.ops import linalg as L
+from layerkit.primitives import linalg as L
 
 RNG = np.random.default_rng(5)
 

@@ -9,7 +9,7 @@ import pytest
 import layerkit as lk
 from layerkit import random as lkrandom
 from layerkit.autodiff.function import EagerFallbackWarning
-from layerkit.ops import random as R
+from layerkit.primitives import random as R
 
 
 def _draws():

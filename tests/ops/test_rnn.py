@@ -1,4 +1,4 @@
-"""Whole-sequence recurrent records (layerkit/ops/rnn.py): forward vs step-by-step NumPy
+"""Whole-sequence recurrent records (layerkit/primitives/rnn.py): forward vs step-by-step NumPy
 references in Keras layout, gradients vs central differences (first, second and third
 order, per argument), the NumPy BPTT vs the unrolled composite, and input checking."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import layerkit as lk
 from layerkit._core.op import apply, wrap
 from layerkit.autodiff.check import GradientCheckError, check_grads
-from layerkit.ops import rnn as R
+from layerkit.primitives import rnn as R
 
 
 def sigmoid(v):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
-from layerkit.ops import elementwise as E
+from layerkit.primitives import elementwise as E
 
 _VALUES = [2, 1, -3, 7, 2.0, 0.1, -1.5, 1e-30, 3.4e38, 1e300, -1e300, 2**24, 2**24 + 1,
            -(2**24) - 3, 10**30, 0, 0.0, -0.0, float("inf"), float("-inf"), float("nan")]

@@ -20,7 +20,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.variable import Variable
+from layerkit._core.variable import Variable, replace_value
 from layerkit.autodiff.function import executor as _executor
 from layerkit.autodiff.function import fuse as _fuse
 from layerkit.autodiff.function import gradient as _gradient
@@ -69,7 +69,7 @@ class EagerFallbackWarning(UserWarning):
 
 def _rng_state():
     try:
-        from layerkit.ops import random as _random
+        from layerkit.primitives import random as _random
 
         return _random.get_state()
     except (ImportError, AttributeError):
@@ -78,7 +78,7 @@ def _rng_state():
 
 def _rng_restore(state) -> None:
     if state is not None:
-        from layerkit.ops import random as _random
+        from layerkit.primitives import random as _random
 
         _random.set_state(state)
 
@@ -278,8 +278,9 @@ class Function:
 
         ``TensorSpec`` arguments stand for tensors of that shape and dtype (``None``
         dimensions become 1). Tracing runs the Python function; assignments to
-        Variables and draws from the global random generator made by this trace are
-        undone, so asking for a concrete function has no effect on state.
+        Variables (also those of metric updates and optimizer steps) and draws from the
+        global random generator made by this trace are undone, and ``lk.print`` prints
+        nothing, so asking for a concrete function has no effect on state.
         """
         if not args and not kwargs and self._sig is not None:
             args = self._sig
@@ -319,6 +320,7 @@ class Function:
                     RetracingWarning, stacklevel=3)
             rng0 = _rng_state()
             tracer = Tracer(self._name)
+            tracer.dry_run = rollback
             with tracer:
                 owned = ck.leaves if own else [None] * len(ck.arrays)
                 leaves = [tracer.param(a, p, o)
@@ -331,7 +333,7 @@ class Function:
             rng_changed = rng0 is not None and _rng_state() != rng0
             if rollback:
                 for var, old in tracer.assigned.values():
-                    var._v = old
+                    replace_value(var, old)
                 _rng_restore(rng0)
             cf = self._build(ck.key, tracer, rng_changed, previous)
             self._cache[ck.key] = cf

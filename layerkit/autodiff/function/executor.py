@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from layerkit._core.variable import KEEPERS, keep_reads
+from layerkit._core.variable import graph_assign
 from layerkit.autodiff.function import numexpr_kernel as nek
 from layerkit.autodiff.function.fuse import Region, render
 from layerkit.autodiff.function.graph import Graph, Node
@@ -34,27 +34,8 @@ from layerkit.autodiff.function.graph import Graph, Node
 _PY_SCALARS = (bool, int, float, complex)
 
 
-def _assign(var, value) -> None:
-    # Mirrors Variable.assign/assign_add/assign_sub (replace, never write in place: a
-    # tape or an earlier result may hold the old array).
-    if KEEPERS:  # a tape holding ops that read var keeps the value they read
-        keep_reads(var)
-    var._v = np.asarray(value).astype(var._v.dtype, copy=True)
-
-
-def _assign_add(var, value) -> None:
-    if KEEPERS:
-        keep_reads(var)
-    var._v = (var._v + value).astype(var._v.dtype, copy=False)
-
-
-def _assign_sub(var, value) -> None:
-    if KEEPERS:
-        keep_reads(var)
-    var._v = (var._v - value).astype(var._v.dtype, copy=False)
-
-
-_ASSIGN = {"assign": _assign, "assign_add": _assign_add, "assign_sub": _assign_sub}
+# Assign nodes run Variable.assign/assign_add/assign_sub's own update (core/variable.py).
+_ASSIGN = {m: graph_assign(m) for m in ("assign", "assign_add", "assign_sub")}
 
 
 def fresh(a, *sources):

@@ -179,9 +179,9 @@ class Graph:
             r = n.region
             return (f"{outs} = fused[{r.mode}, {len(r.members)} ops]({refs})  {types}\n"
                     f"      {r.describe(self)}")
-        attrs = "".join(f", {k}={_short(v)}" for k, v in n.attrs.items())
+        args = ", ".join([refs] * bool(refs) + [f"{k}={_short(v)}" for k, v in n.attrs.items()])
         lhs = f"{outs} = " if outs else ""
-        return f"{lhs}{n.op.name}({refs}{attrs})  {types}".rstrip()
+        return f"{lhs}{n.op.name}({args})  {types}".rstrip()
 
 
 def _short(v) -> str:

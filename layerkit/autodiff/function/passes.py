@@ -1,5 +1,5 @@
-"""Graph passes: constant folding, common subexpressions, dead-node removal, and one
-peephole rewrite (a ReLU mask moved through a max-pool gradient).
+"""Graph passes: constant folding, common subexpressions, dead-node removal, and the
+peephole rewrites op records declare (a mask moved through the op that absorbs it).
 
 All passes keep program order. Stateful nodes (assigns, stateful op records) are
 never folded, merged or removed, and variable reads are never folded (they are live).
@@ -119,21 +119,15 @@ def remove_dead_nodes(graph: Graph, keep: set | None = None) -> int:
     return removed
 
 
-def sink_relu_mask_into_max_pool_grad(graph: Graph, keep: set | None = None) -> int:
-    """Rewrite ``relu_grad(max_pool2d_grad(y, p, g), y)`` as
-    ``max_pool2d_grad(y, p, relu_grad(g, p))``: the ReLU mask on the pooled gradient,
-    4x smaller for 2x2 pools (a ReLU then a max-pool is the usual CNN pattern; the
-    pair's gradient cost 1.5 ms of a 37 ms CNN step at 64x28x28x32).
+def sink_masks(graph: Graph, keep: set | None = None) -> int:
+    """Rewrite ``m(P(y, p, g), y)`` as ``P(y, p, m(g, p))`` where the record ``P``
+    declares ``m`` in its ``absorbs`` (see ``Op``): the mask runs on the smaller input.
 
-    Exact for any ``y``, ``p`` and pooling geometry: the pool gradient sends ``g[w]``
-    only to positions where ``y == p[w]``, and there ``y > 0`` is ``p[w] > 0``; both
-    forms are zero elsewhere. Only applied when the pool gradient has no other reader.
+    The one declared today is a ReLU mask moved through a max-pool gradient, 4x smaller
+    for 2x2 pools (a ReLU then a max-pool is the usual CNN pattern; the pair's gradient
+    cost 1.5 ms of a 37 ms CNN step at 64x28x28x32). Only applied when the pool
+    gradient has no other reader. The pass knows no particular record.
     """
-    # The only pass that knows particular records: imported here, so the graph compiler
-    # itself stays independent of layerkit.ops.
-    from layerkit.ops import conv as _conv
-    from layerkit.ops import nn as _nn
-    relu_grad, pool_grad = _nn._RELU_GRAD, _conv._MAX_GRAD
     vals = graph.values
     uses: dict[int, int] = {}
     for n in graph.nodes:
@@ -144,11 +138,12 @@ def sink_relu_mask_into_max_pool_grad(graph: Graph, keep: set | None = None) -> 
     dropped: set = set()
     mapping: dict = {}
     for n in graph.nodes:
-        if n.kind != "op" or n.op is not relu_grad or len(n.ins) != 2:
+        if n.kind != "op" or len(n.ins) != 2:
             continue
         a, y = n.ins
         src = vals[a].producer
-        if (src is None or src.kind != "op" or src.op is not pool_grad or src.ins[0] != y
+        if (src is None or src.kind != "op" or n.op not in src.op.absorbs
+                or len(src.ins) != 3 or src.ins[0] != y
                 or uses.get(a) != 1 or a in protected or id(src) in before
                 or (keep and n.outs[0] in keep)):
             continue
@@ -158,8 +153,8 @@ def sink_relu_mask_into_max_pool_grad(graph: Graph, keep: set | None = None) -> 
         m.nd = gv.nd
         gt = gv.traced if gv.kind != "const" else gv.const
         if gt is not None and pv.traced is not None:
-            m.traced = relu_grad.forward(gt, pv.traced)
-        mask = Node("op", op=relu_grad, ins=[g, p], outs=[m.id])
+            m.traced = n.op.forward(gt, pv.traced)
+        mask = Node("op", op=n.op, ins=[g, p], outs=[m.id])
         m.producer = mask
         before[id(src)] = mask
         src.ins = [y, p, m.id]
@@ -185,7 +180,7 @@ def sink_relu_mask_into_max_pool_grad(graph: Graph, keep: set | None = None) -> 
 def optimize(graph: Graph, keep: set | None = None) -> dict:
     """Run the passes in order; return how much each did (for ``.graph`` summaries)."""
     stats = {"folded": fold_constants(graph)}
-    stats["relu_pool"] = sink_relu_mask_into_max_pool_grad(graph, keep)
+    stats["relu_pool"] = sink_masks(graph, keep)
     stats["merged"] = eliminate_common_subexpressions(graph)
     stats["removed"] = remove_dead_nodes(graph, keep)
     return stats

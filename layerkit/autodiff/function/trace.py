@@ -11,12 +11,15 @@ A TracedTensor refuses ``bool()``, ``float()``, ``int()``, ``.numpy()`` and
 ``np.asarray()``: their answer would be baked into the graph as a Python value
 (data-dependent Python control flow), so the error names the user's line.
 
-Library code that reads a traced tensor's array (``t._v``) outside a recorded op, for
-anything but its shape or dtype, takes data out of the graph where later calls cannot
-see it (a mask computed in NumPy inside a gradient rule, an optimizer updating arrays
-in place). Those reads are detected (the reading frame is checked against the known
-recording and metadata paths below) and the function then runs eagerly on every call,
-with a warning that names the reading line: slower, never wrong.
+Library code that reads a traced tensor's array outside a recorded op, for anything
+but its shape or dtype, takes data out of the graph where later calls cannot see it (a
+mask computed in NumPy inside a gradient rule, an optimizer updating arrays in place).
+The protocol that tells those reads apart is declared where the reading happens, never
+in a list of names: a TracedTensor's ``_v`` is a property that reports every read as
+such a *leak*, while code that reads only to record an op or to look at the shape and
+dtype reads ``t._rv``, the same slot under its other name (see ``layerkit._core.tensor``).
+A leak makes the function run eagerly on every call, with a warning that names the
+reading line: slower, never wrong.
 """
 from __future__ import annotations
 
@@ -33,93 +36,13 @@ from layerkit._core.variable import Variable
 from layerkit.autodiff.function.graph import Graph, Node, is_stateful_op
 
 _SLOT = Tensor.__dict__["_v"]
-_get_v = _SLOT.__get__
-_set_v = _SLOT.__set__
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _ACTIVE: list = []          # tracers currently tracing (any thread)
-_SAFE: set = set()          # code objects allowed to read a traced tensor's array
-_SAFE_VIA_TO_ARRAY: set = set()
-_TO_ARRAY = None
 
 
 class TracingError(TypeError):
     """A traced tensor was used where its value is needed while tracing (lk.function)."""
-
-
-# ---- the reader whitelist ------------------------------------------------------------------
-def _code_of(obj):
-    if isinstance(obj, property):
-        obj = obj.fget
-    return getattr(obj, "__code__", None)
-
-
-def _nested_code(fn, name: str):
-    code = _code_of(fn)
-    if code is None:
-        return None
-    for c in code.co_consts:
-        if hasattr(c, "co_name") and c.co_name == name:
-            return c
-    return None
-
-
-def _init_whitelist() -> None:
-    """Resolve the functions that read ``_v`` only to record an op or for shape/dtype.
-
-    Names that no longer exist are skipped: a missing entry only makes a function fall
-    back to eager execution (with a warning), never compute something wrong.
-    """
-    global _TO_ARRAY
-    if _SAFE:
-        return
-    import importlib
-
-    direct = {
-        "layerkit._core.op": ["_apply_recording", "_values", "is_float"],
-        "layerkit._core.tensor": ["Tensor.shape", "Tensor.dtype", "Tensor.size", "Tensor.ndim",
-                                  "Tensor.__len__"],
-        "layerkit.autodiff.tape": ["_is_float", "_ones", "GradientTape.record",
-                                   "GradientTape._watch_one", "GradientTape.read_variable"],
-        "layerkit.autodiff.backprop": ["backward", "_sweep", "_checked"],
-        "layerkit.ops.elementwise": ["_py", "_broadcast_error", "clip_by_value"],
-        "layerkit.ops.array": ["_shape_of"],
-        "layerkit.ops.reduce": ["_ndim", "_shape"],
-        "layerkit.ops.linalg": ["_shape_of", "matmul"],
-        "layerkit.ops.conv": ["_value"],
-    }
-    via_to_array = {
-        "layerkit._core.variable": ["Variable._checked", "Variable.__init__"],
-        "layerkit.ops.creation": ["zeros_like", "ones_like"],
-    }
-
-    def resolve(table, into):
-        for mod_name, names in table.items():
-            try:
-                mod = importlib.import_module(mod_name)
-            except ImportError:
-                continue
-            for qual in names:
-                obj = mod
-                for part in qual.split("."):
-                    obj = (obj.__dict__.get(part) if isinstance(obj, type) else
-                           getattr(obj, part, None))
-                    if obj is None:
-                        break
-                code = _code_of(obj) if obj is not None else None
-                if code is not None:
-                    into.add(code)
-
-    resolve(direct, _SAFE)
-    resolve(via_to_array, _SAFE_VIA_TO_ARRAY)
-    from layerkit._core import convert
-
-    _TO_ARRAY = convert.to_array.__code__
-    cg = importlib.import_module("layerkit.autodiff.custom_gradient")
-    wrapper = _nested_code(cg.custom_gradient, "wrapper")
-    if wrapper is not None:  # it wraps the body's result arrays in new output Tensors
-        _SAFE.add(wrapper)
-        _SAFE.update(c for c in wrapper.co_consts if getattr(c, "co_name", "") == "<genexpr>")
 
 
 # ---- locating the user's line ---------------------------------------------------------------
@@ -165,22 +88,20 @@ def _control_flow_error(t, what: str) -> TracingError:
 
 
 # ---- the tracing tensor ----------------------------------------------------------------------
-def _read_v(self):
-    frame = sys._getframe(1)
-    if frame.f_code not in _SAFE:
-        if not (frame.f_code is _TO_ARRAY and frame.f_back is not None
-                and frame.f_back.f_code in _SAFE_VIA_TO_ARRAY):
-            tr = _owner(self)
-            if tr is not None:
-                tr.leak(frame)
-    return _get_v(self)
+def _leaked_read(self):
+    # Every ``._v`` read of a traced tensor is a leak (reads that cannot leak use
+    # ``._rv``); the frame is looked at only to name the reading line in the warning.
+    tr = _owner(self)
+    if tr is not None:
+        tr.leak(sys._getframe(1))
+    return self._rv
 
 
 class TracedTensor(Tensor):
     """A Tensor recorded by a tracer (its value is real; Python may not branch on it)."""
 
     __slots__ = ()
-    _v = property(_read_v, _set_v)
+    _v = property(_leaked_read, _SLOT.__set__)
 
     def numpy(self):
         raise _control_flow_error(self, "a NumPy array (.numpy())")
@@ -213,7 +134,6 @@ class Tracer:
     tracing = True   # lets code that sees RECORDERS tell a tracer from a tape
 
     def __init__(self, name: str) -> None:
-        _init_whitelist()
         self.graph = Graph(name)
         self.ids: dict[int, int] = {}        # id(tensor) -> vid
         self._keep: list = []                # tensors whose ids are in self.ids
@@ -224,6 +144,9 @@ class Tracer:
         self.variables_read: dict[int, Variable] = {}
         self.leaks: list[str] = []
         self.assigned: dict[int, tuple] = {}  # id(var) -> (var, array before the first assign)
+        # A dry run (get_concrete_function) undoes its changes of Variables afterwards,
+        # and Python-call nodes that only have effects (lk.print) skip their trace run.
+        self.dry_run = False
         self.thread = threading.get_ident()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -253,7 +176,7 @@ class Tracer:
             t = own
         else:
             t = object.__new__(Tensor)
-            _set_v(t, a)
+            t._v = a
         self._register(t, v.id)
         return t
 
@@ -262,7 +185,7 @@ class Tracer:
         self._keep.append(t)
         if type(t) is Tensor:
             t.__class__ = TracedTensor
-        a = _get_v(t)
+        a = t._rv
         if isinstance(a, (np.ndarray, np.generic)):
             self._arrays.setdefault(id(a), vid)
 
@@ -291,7 +214,7 @@ class Tracer:
         if isinstance(t, Variable):
             return self._read(t)
         if isinstance(t, Tensor):
-            return self.const(_get_v(t))
+            return self.const(t._rv)
         from layerkit._core.convert import to_array
 
         return self.const(to_array(t))
@@ -299,7 +222,7 @@ class Tracer:
     def _read(self, var: Variable) -> int:
         vid = self._reads.get(id(var))
         if vid is None:
-            a = _get_v(var)
+            a = var._rv
             g = self.graph
             v = g.new_value("node", np.shape(a), a.dtype, var.name)
             v.traced = a
@@ -324,7 +247,7 @@ class Tracer:
         in_vids = [self.vid_of(t) for t in ins]
         out_vids = []
         for o in outs:
-            a = _get_v(o)
+            a = o._rv
             v = g.new_value("node", np.shape(a), getattr(a, "dtype", None) if not
                             isinstance(a, (bool, int, float)) else np.asarray(a).dtype)
             v.traced = a
@@ -335,6 +258,10 @@ class Tracer:
             self._register(o, vid)
         if is_stateful_op(op):
             self.stateful_ops = True
+            changes = getattr(op, "updates", None)
+            if changes is not None:  # reads before the node do not stand for reads after
+                for var in changes(attrs):
+                    self._reads.pop(id(var), None)
 
     stateful_ops = False
     has_alias = False   # a custom_gradient node: its own vjp must be used under a tape
@@ -343,7 +270,7 @@ class Tracer:
         # custom_gradient records a node with no forward whose outputs wrap the arrays
         # of the body's results: those are graph values already.
         for o in outs:
-            a = _get_v(o)
+            a = o._rv
             vid = self._arrays.get(id(a))
             if vid is None:
                 if isinstance(a, (np.ndarray, np.generic)) or type(a) in (bool, int, float):
@@ -361,7 +288,7 @@ class Tracer:
         """Called by Variable.assign/assign_add/assign_sub just before the update."""
         if threading.get_ident() != self.thread:
             return
-        self.assigned.setdefault(id(var), (var, _get_v(var)))
+        self.assigned.setdefault(id(var), (var, var._rv))
         if isinstance(value, Tensor):
             vid = self.vid_of(value)
         else:
@@ -372,6 +299,13 @@ class Tracer:
         g.add_node(Node("assign", ins=[vid], var=var, method=method))
         g.variables[id(var)] = var
         self._reads.pop(id(var), None)   # later reads see the new value
+
+    def record_update(self, variables: list) -> None:
+        """Called before a Python-call node changes ``variables`` (perhaps in place): a
+        dry run keeps a copy of each to restore afterwards."""
+        if self.dry_run and threading.get_ident() == self.thread:
+            for var in variables:
+                self.assigned.setdefault(id(var), (var, np.array(var._rv, copy=True)))
 
     def record_read_value(self, var: Variable, tensor: Tensor) -> None:
         """Called by Variable.value()/read_value(): the snapshot is a live read."""

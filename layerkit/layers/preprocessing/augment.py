@@ -21,12 +21,12 @@ import math
 import numpy as np
 
 from layerkit.layers.preprocessing.image import ImageLayer
-from layerkit.ops import array as _array
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import image as _image
-from layerkit.ops import random as _random
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import image as _image
+from layerkit.primitives import random as _random
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation",
            "RandomContrast"]

@@ -2,7 +2,7 @@
 
 They take one image ``(h, w, c)`` or a batch ``(batch, h, w, c)`` (``'channels_first'``:
 ``(c, h, w)`` / ``(batch, c, h, w)``) and compute channels last. The numbers are Keras 3's
-(``ops.image.resize``: half-pixel centres, see ``layerkit/ops/image.py``).
+(``ops.image.resize``: half-pixel centres, see ``layerkit/primitives/image.py``).
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 
 from layerkit.layers.conv import check_data_format, from_channels_last, to_channels_last
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import image as _image
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import image as _image
 
 __all__ = ["Resizing", "CenterCrop", "ImageLayer"]
 

@@ -15,10 +15,10 @@ import numpy as np
 from layerkit._core.convert import to_array
 from layerkit._core.tensor import Tensor
 from layerkit.layers.layer import Layer
-from layerkit.ops import array as _array
-from layerkit.ops import categorical as _cat
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import categorical as _cat
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["Normalization", "Rescaling", "Discretization", "CategoryEncoding"]
 

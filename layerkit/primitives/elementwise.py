@@ -38,17 +38,9 @@ from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import _NO_ATTRS, RECORDERS, Op, _apply_recording, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.errors import InvalidArgumentError
-from layerkit.ops import broadcast as _bc
-from layerkit.ops import creation as _creation
-
-__all__ = [
-    "add", "subtract", "multiply", "divide", "floordiv", "mod", "negative", "pow",
-    "square", "sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "abs", "sign",
-    "maximum", "minimum", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "floor", "ceil",
-    "round", "clip_by_value", "where", "equal", "not_equal", "less", "less_equal",
-    "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "isfinite",
-    "isnan", "cast", "stop_gradient",
-]
+from layerkit.primitives import broadcast as _bc
+from layerkit.primitives import creation as _creation
+from layerkit.primitives.registry import export, top_level
 
 _new = object.__new__
 _PY_SCALARS = (float, int, bool)
@@ -86,7 +78,7 @@ def _broadcast_error(op: Op, args: tuple) -> None:
     """Raise an InvalidArgumentError (a ValueError) naming ``op`` and the shapes if
     ``args`` do not broadcast."""
     try:
-        shapes = [np.shape(a._v) if isinstance(a, Tensor) else np.shape(a) for a in args]
+        shapes = [np.shape(a._rv) if isinstance(a, Tensor) else np.shape(a) for a in args]
     except ValueError:
         return  # not a shape problem (e.g. a ragged list): keep NumPy's own error
     try:
@@ -376,7 +368,7 @@ def _apply_n(op: Op, *args, **attrs):
 
 def _py(t: Tensor):
     """The Python scalar behind a weak-scalar input (so it stays weak), else ``t``."""
-    v = t._v
+    v = t._rv
     return v if type(v) in _PY_SCALARS else t
 
 
@@ -413,6 +405,7 @@ _MOD = binary("mod", np.mod, _mod_rule, "({0} % {1})")
 _NEG = unary("negative", np.negative, lambda g, ins, y, needs: (negative(g),), "(-{0})")
 
 
+@export("lk", "math")
 def add(x, y) -> Tensor:
     """Elementwise ``x + y`` with NumPy broadcasting.
 
@@ -422,21 +415,25 @@ def add(x, y) -> Tensor:
     return _fast2(_ADD, x, y)
 
 
+@export("lk", "math")
 def subtract(x, y) -> Tensor:
     """Elementwise ``x - y``."""
     return _fast2(_SUB, x, y)
 
 
+@export("lk", "math")
 def multiply(x, y) -> Tensor:
     """Elementwise ``x * y``."""
     return _fast2(_MUL, x, y)
 
 
+@export("lk", "math", "math.truediv")
 def divide(x, y) -> Tensor:
     """Elementwise true division ``x / y`` (integers give float64, like NumPy)."""
     return _fast2(_DIV, x, y)
 
 
+@export("lk", "math")
 def floordiv(x, y) -> Tensor:
     """Elementwise ``floor(x / y)`` (``x // y``); its gradient is zero.
 
@@ -445,6 +442,7 @@ def floordiv(x, y) -> Tensor:
     return _fast2(_FLOORDIV, x, y)
 
 
+@export("lk", "math.floormod", "math")
 def mod(x, y) -> Tensor:
     """Elementwise remainder with the sign of ``y`` (``x % y``, TF's ``floormod``).
 
@@ -453,6 +451,7 @@ def mod(x, y) -> Tensor:
     return _fast2(_MOD, x, y)
 
 
+@export("lk", "math")
 def negative(x) -> Tensor:
     """Elementwise ``-x``."""
     return _fast1(_NEG, x)
@@ -494,6 +493,7 @@ _RSQRT = unary("rsqrt", _rsqrt_forward,
                "(1 / sqrt({0}))")
 
 
+@export("lk", "math")
 def pow(x, y) -> Tensor:
     """Elementwise ``x ** y``, differentiable in both arguments.
 
@@ -504,11 +504,13 @@ def pow(x, y) -> Tensor:
     return _fast2(_POW, x, y)
 
 
+@export("lk", "math")
 def square(x) -> Tensor:
     """Elementwise ``x ** 2``."""
     return _fast1(_SQUARE, x)
 
 
+@export("lk", "math")
 def sqrt(x) -> Tensor:
     """Elementwise square root (nan for negative inputs).
 
@@ -523,6 +525,7 @@ def sqrt(x) -> Tensor:
     return _fast1f(_SQRT, x)
 
 
+@export("lk", "math")
 def rsqrt(x) -> Tensor:
     """Elementwise reciprocal square root ``1 / sqrt(x)``.
 
@@ -542,6 +545,7 @@ _LOG1P = unary("log1p", np.log1p, lambda g, ins, y, needs: (divide(g, add(ins[0]
                "log1p({0})")
 
 
+@export("lk", "math")
 def exp(x) -> Tensor:
     """Elementwise ``e ** x``.
 
@@ -551,6 +555,7 @@ def exp(x) -> Tensor:
     return _fast1f(_EXP, x)
 
 
+@export("lk", "math")
 def expm1(x) -> Tensor:
     """Elementwise ``exp(x) - 1``, accurate for small ``x``.
 
@@ -560,6 +565,7 @@ def expm1(x) -> Tensor:
     return _fast1f(_EXPM1, x)
 
 
+@export("lk", "math")
 def log(x) -> Tensor:
     """Elementwise natural logarithm (``-inf`` at 0, nan below).
 
@@ -569,6 +575,7 @@ def log(x) -> Tensor:
     return _fast1f(_LOG, x)
 
 
+@export("lk", "math")
 def log1p(x) -> Tensor:
     """Elementwise ``log(1 + x)``, accurate for small ``x``.
 
@@ -664,6 +671,7 @@ _SIGMOID = unary("sigmoid", _sigmoid_forward, _act_grad_rule(_SIGMOID_GRAD),
                  "(1 / (1 + exp(-{0})))")
 
 
+@export("lk", "math")
 def sin(x) -> Tensor:
     """Elementwise sine (radians).
 
@@ -673,6 +681,7 @@ def sin(x) -> Tensor:
     return _fast1f(_SIN, x)
 
 
+@export("lk", "math")
 def cos(x) -> Tensor:
     """Elementwise cosine (radians).
 
@@ -682,6 +691,7 @@ def cos(x) -> Tensor:
     return _fast1f(_COS, x)
 
 
+@export("lk", "math")
 def tan(x) -> Tensor:
     """Elementwise tangent (radians).
 
@@ -691,6 +701,7 @@ def tan(x) -> Tensor:
     return _fast1f(_TAN, x)
 
 
+@export("lk", "math", "nn")
 def tanh(x) -> Tensor:
     """Elementwise hyperbolic tangent.
 
@@ -700,6 +711,7 @@ def tanh(x) -> Tensor:
     return _fast1f(_TANH, x)
 
 
+@export("lk", "math", "nn")
 def sigmoid(x) -> Tensor:
     """Elementwise logistic function ``1 / (1 + exp(-x))``, without overflow warnings.
 
@@ -866,6 +878,7 @@ _ERF = unary("erf", _erf_forward,
                  multiply(g, multiply(_TWO_OVER_SQRT_PI, exp(negative(square(ins[0]))))),))
 
 
+@export("lk", "math")
 def erf(x) -> Tensor:
     """Elementwise Gauss error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``.
 
@@ -887,26 +900,31 @@ _CEIL = unary("ceil", np.ceil, _zeros_rule, "ceil({0})")
 _ROUND = unary("round", np.round, _zeros_rule)
 
 
+@export("lk", "math")
 def abs(x) -> Tensor:
     """Elementwise absolute value; its gradient at 0 is 0 (``sign(0) = 0``, as in TF)."""
     return _fast1(_ABS, x)
 
 
+@export("lk", "math")
 def sign(x) -> Tensor:
     """Elementwise sign: -1, 0 or 1 (nan for nan); zero gradient."""
     return _fast1(_SIGN, x)
 
 
+@export("lk", "math")
 def floor(x) -> Tensor:
     """Elementwise floor; zero gradient."""
     return _fast1(_FLOOR, x)
 
 
+@export("lk", "math")
 def ceil(x) -> Tensor:
     """Elementwise ceiling; zero gradient."""
     return _fast1(_CEIL, x)
 
 
+@export("lk", "math", "math.rint")
 def round(x) -> Tensor:
     """Elementwise rounding to the nearest integer, halves to even (TF's ``round``).
 
@@ -961,16 +979,19 @@ _CLIP = binary("clip_by_value", _clip_forward, _clip_rule,
 _WHERE = binary("where", np.where, _where_rule, "where({0}, {1}, {2})")
 
 
+@export("lk", "math")
 def maximum(x, y) -> Tensor:
     """Elementwise maximum (nan if either is nan); a tie sends the gradient to ``x``."""
     return _fast2(_MAXIMUM, x, y)
 
 
+@export("lk", "math")
 def minimum(x, y) -> Tensor:
     """Elementwise minimum (nan if either is nan); a tie sends the gradient to ``x``."""
     return _fast2(_MINIMUM, x, y)
 
 
+@export("lk")
 def clip_by_value(t, clip_value_min, clip_value_max) -> Tensor:
     """Clip ``t`` elementwise to ``[clip_value_min, clip_value_max]``.
 
@@ -981,7 +1002,7 @@ def clip_by_value(t, clip_value_min, clip_value_max) -> Tensor:
         ValueError: the bounds do not broadcast to ``t``'s shape.
     """
     out = _apply_n(_CLIP, t, clip_value_min, clip_value_max)
-    tshape = np.shape(t._v) if isinstance(t, Tensor) else np.shape(t)
+    tshape = np.shape(t._rv) if isinstance(t, Tensor) else np.shape(t)
     if out.shape != tshape:
         raise ValueError(
             f"clip_by_value: the bounds (shapes {np.shape(to_array(clip_value_min))} and "
@@ -991,6 +1012,7 @@ def clip_by_value(t, clip_value_min, clip_value_max) -> Tensor:
     return out
 
 
+@export("lk")
 def where(cond, x=None, y=None) -> Tensor:
     """Elementwise select: ``x`` where ``cond`` is true, else ``y`` (broadcasting).
 
@@ -1027,56 +1049,67 @@ _ISFINITE = unary("isfinite", np.isfinite, None, "(({0} - {0}) == 0)")  # inf-in
 _ISNAN = unary("isnan", np.isnan, None, "({0} != {0})")
 
 
+@export("lk", "math")
 def equal(x, y) -> Tensor:
     """Elementwise ``x == y`` (bool)."""
     return _fast2(_EQUAL, x, y)
 
 
+@export("lk", "math")
 def not_equal(x, y) -> Tensor:
     """Elementwise ``x != y`` (bool)."""
     return _fast2(_NOT_EQUAL, x, y)
 
 
+@export("lk", "math")
 def less(x, y) -> Tensor:
     """Elementwise ``x < y`` (bool)."""
     return _fast2(_LESS, x, y)
 
 
+@export("lk", "math")
 def less_equal(x, y) -> Tensor:
     """Elementwise ``x <= y`` (bool)."""
     return _fast2(_LESS_EQUAL, x, y)
 
 
+@export("lk", "math")
 def greater(x, y) -> Tensor:
     """Elementwise ``x > y`` (bool)."""
     return _fast2(_GREATER, x, y)
 
 
+@export("lk", "math")
 def greater_equal(x, y) -> Tensor:
     """Elementwise ``x >= y`` (bool)."""
     return _fast2(_GREATER_EQUAL, x, y)
 
 
+@export("lk", "math")
 def logical_and(x, y) -> Tensor:
     """Elementwise logical AND (bool)."""
     return _fast2(_LOGICAL_AND, x, y)
 
 
+@export("lk", "math")
 def logical_or(x, y) -> Tensor:
     """Elementwise logical OR (bool)."""
     return _fast2(_LOGICAL_OR, x, y)
 
 
+@export("lk", "math")
 def logical_not(x) -> Tensor:
     """Elementwise logical NOT (bool)."""
     return _fast1(_LOGICAL_NOT, x)
 
 
+@export("lk", "math.is_finite")
 def isfinite(x) -> Tensor:
     """Elementwise test for finite values (not inf, not nan)."""
     return _fast1(_ISFINITE, x)
 
 
+@export("lk", "math.is_nan")
 def isnan(x) -> Tensor:
     """Elementwise test for nan."""
     return _fast1(_ISNAN, x)
@@ -1097,6 +1130,7 @@ _CAST = Op("cast", lambda x, dtype: np.asarray(x).astype(dtype, copy=False), _ca
 _STOP_GRADIENT = Op("stop_gradient", lambda x: x, None, "{0}")
 
 
+@export("lk")
 def cast(x, dtype) -> Tensor:
     """Cast ``x`` to ``dtype`` (differentiable between float dtypes).
 
@@ -1105,6 +1139,7 @@ def cast(x, dtype) -> Tensor:
     return apply(_CAST, x, dtype=as_dtype(dtype))
 
 
+@export("lk")
 def stop_gradient(x) -> Tensor:
     """Return ``x`` unchanged, but as a constant for every gradient tape.
 
@@ -1118,3 +1153,5 @@ def stop_gradient(x) -> Tensor:
         Tensor(3., shape=(), dtype=float32)
     """
     return _fast1(_STOP_GRADIENT, x)
+
+__all__ = top_level(__name__)

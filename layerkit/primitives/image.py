@@ -37,8 +37,8 @@ import numpy as np
 
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops.conv import _arg, _value
+from layerkit.primitives import array as _array
+from layerkit.primitives.conv import _arg, _value
 
 __all__: list[str] = []  # lk.image is out of scope for now; layers import the functions
 

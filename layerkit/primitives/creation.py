@@ -13,9 +13,7 @@ import numpy as np
 from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-
-__all__ = ["zeros", "ones", "zeros_like", "ones_like", "fill", "eye", "range", "linspace",
-           "one_hot"]
+from layerkit.primitives.registry import export, top_level
 
 
 def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
@@ -116,6 +114,7 @@ def size_error(op: str, shape: tuple, dtype, kind: type[Exception]) -> Exception
                 f"{dt.name} ({n:.3g} bytes)")
 
 
+@export("lk")
 def zeros(shape, dtype=FLOATX) -> Tensor:
     """A tensor of zeros of ``shape`` (float32 by default).
 
@@ -126,23 +125,27 @@ def zeros(shape, dtype=FLOATX) -> Tensor:
     return wrap(allocate("zeros", np.zeros, shape_arg(shape, "zeros"), _dtype(dtype)))
 
 
+@export("lk")
 def ones(shape, dtype=FLOATX) -> Tensor:
     """A tensor of ones of ``shape`` (float32 by default); errors as for ``zeros``."""
     return wrap(allocate("ones", np.ones, shape_arg(shape, "ones"), _dtype(dtype)))
 
 
+@export("lk")
 def zeros_like(x, dtype=None) -> Tensor:
     """Zeros with the shape (and dtype, unless given) of ``x``."""
-    a = to_array(x)
+    a = np.asarray(x._rv) if isinstance(x, Tensor) else to_array(x)  # shape, dtype only
     return wrap(np.zeros(a.shape, as_dtype(dtype) or a.dtype))
 
 
+@export("lk")
 def ones_like(x, dtype=None) -> Tensor:
     """Ones with the shape (and dtype, unless given) of ``x``."""
-    a = to_array(x)
+    a = np.asarray(x._rv) if isinstance(x, Tensor) else to_array(x)  # shape, dtype only
     return wrap(np.ones(a.shape, as_dtype(dtype) or a.dtype))
 
 
+@export("lk")
 def fill(dims, value) -> Tensor:
     """A tensor of shape ``dims`` filled with the scalar ``value``.
 
@@ -157,6 +160,7 @@ def fill(dims, value) -> Tensor:
     return wrap(allocate("fill", np.full, shape_arg(dims, "fill"), v.dtype, v))
 
 
+@export("lk", "linalg")
 def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
         dtype=FLOATX) -> Tensor:
     """Identity matrix (or a batch of them): ones on the diagonal, zeros elsewhere.
@@ -181,6 +185,7 @@ def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
     return wrap(m)
 
 
+@export("lk")
 def range(start, limit=None, delta=1, dtype=None) -> Tensor:
     """A 1-D tensor ``[start, start + delta, ...]`` stopping before ``limit``.
 
@@ -227,6 +232,7 @@ def range(start, limit=None, delta=1, dtype=None) -> Tensor:
     return wrap((s + steps * d).astype(out_dtype))
 
 
+@export("lk")
 def linspace(start, stop, num: int, axis: int = 0) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` inclusive.
 
@@ -247,6 +253,7 @@ def linspace(start, stop, num: int, axis: int = 0) -> Tensor:
     return wrap(out.astype(dt))
 
 
+@export("lk")
 def one_hot(indices, depth: int, on_value=None, off_value=None, axis=None,
             dtype=None) -> Tensor:
     """One-hot encode integer ``indices`` along a new axis of size ``depth``.
@@ -299,3 +306,5 @@ def one_hot(indices, depth: int, on_value=None, off_value=None, axis=None,
     if axis is not None and axis != -1:
         out = np.moveaxis(out, -1, axis)
     return wrap(out)
+
+__all__ = top_level(__name__)

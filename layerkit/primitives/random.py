@@ -31,7 +31,7 @@ from layerkit._core import context
 from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit.ops.creation import shape_arg
+from layerkit.primitives.creation import shape_arg
 
 __all__: list[str] = []  # public names are exported through layerkit.random
 

@@ -46,11 +46,11 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import linalg as _linalg
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import reduce as _reduce
 
 __all__ = ["lstm_sequence", "gru_sequence", "simple_rnn_sequence"]
 

@@ -23,19 +23,17 @@ import numpy as np
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.errors import InvalidArgumentError
-from layerkit.ops import broadcast as _bc
-from layerkit.ops import reduce as _reduce
-from layerkit.ops.creation import axis_arg, int_arg
-
-__all__ = ["reshape", "expand_dims", "squeeze", "transpose", "concat", "stack", "unstack",
-           "split", "tile", "pad", "gather", "gather_nd", "broadcast_to", "slice", "reverse"]
+from layerkit.primitives import broadcast as _bc
+from layerkit.primitives import reduce as _reduce
+from layerkit.primitives.creation import axis_arg, int_arg
+from layerkit.primitives.registry import export, top_level
 
 # ``slice`` is a public op of this module; keep Python's for index building.
 _builtin_slice = builtins.slice
 
 
 def _shape_of(x) -> tuple:
-    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+    return x._rv.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def _shape_arg(shape) -> tuple:
@@ -81,6 +79,7 @@ def _reshape_error(xshape: tuple, shape: tuple) -> InvalidArgumentError:
     )
 
 
+@export("lk")
 def reshape(x, shape) -> Tensor:
     """Return ``x`` with a new shape; one dimension may be -1 (inferred).
 
@@ -96,6 +95,7 @@ def reshape(x, shape) -> Tensor:
         raise _reshape_error(_shape_of(x), shape) from None
 
 
+@export("lk")
 def expand_dims(x, axis: int) -> Tensor:
     """Insert a length-1 axis at ``axis`` (``-1`` appends; range ``[-rank-1, rank]``)."""
     shape = _shape_of(x)
@@ -103,6 +103,7 @@ def expand_dims(x, axis: int) -> Tensor:
     return reshape(x, shape[:a] + (1,) + shape[a:])
 
 
+@export("lk")
 def squeeze(x, axis=None) -> Tensor:
     """Remove length-1 axes (all of them, or those in ``axis``).
 
@@ -142,6 +143,7 @@ def _broadcast_to_fwd(x, shape):
 _BROADCAST_TO = Op("broadcast_to", _broadcast_to_fwd, _broadcast_to_vjp)
 
 
+@export("lk")
 def broadcast_to(x, shape) -> Tensor:
     """Broadcast ``x`` to ``shape`` (NumPy rules); the result is a read-only view.
 
@@ -165,6 +167,7 @@ def _transpose_vjp(g, ins, y, needs, perm):
 _TRANSPOSE = Op("transpose", lambda x, perm: np.transpose(x, perm), _transpose_vjp)
 
 
+@export("lk")
 def transpose(x, perm=None) -> Tensor:
     """Permute the axes of ``x`` (default: reverse them, the matrix transpose for rank 2).
 
@@ -204,6 +207,7 @@ def _values_list(values, op: str) -> list:
     return list(values)
 
 
+@export("lk")
 def concat(values, axis: int) -> Tensor:
     """Join tensors along an existing ``axis``.
 
@@ -232,6 +236,7 @@ def _stack_vjp(g, ins, y, needs, axis):
 _STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp)
 
 
+@export("lk")
 def stack(values, axis: int = 0) -> Tensor:
     """Stack same-shaped tensors along a new ``axis`` (range ``[-rank-1, rank]``).
 
@@ -258,6 +263,7 @@ def _unstack_vjp(g, ins, y, needs, axis):
 _UNSTACK = Op("unstack", _unstack_fwd, _unstack_vjp, num_outputs=-1)
 
 
+@export("lk")
 def unstack(x, num: int | None = None, axis: int = 0) -> list:
     """Split ``x`` along ``axis`` into a list of tensors of rank ``rank - 1``.
 
@@ -288,6 +294,7 @@ def _split_vjp(g, ins, y, needs, sizes, axis):
 _SPLIT = Op("split", _split_fwd, _split_vjp, num_outputs=-1)
 
 
+@export("lk")
 def split(value, num_or_size_splits, axis: int = 0) -> list:
     """Split ``value`` along ``axis`` (TF semantics).
 
@@ -353,6 +360,7 @@ def _tile_vjp(g, ins, y, needs, multiples):
 _TILE = Op("tile", lambda x, multiples: np.tile(x, multiples), _tile_vjp)
 
 
+@export("lk")
 def tile(x, multiples) -> Tensor:
     """Repeat ``x`` ``multiples[i]`` times along axis ``i``.
 
@@ -408,6 +416,7 @@ _PAD_GRAD = Op("pad_grad", _pad_grad_fwd,
                (apply(_PAD, g, paddings=paddings, mode=mode, constant_values=0),))
 
 
+@export("lk")
 def pad(x, paddings, mode: str = "CONSTANT", constant_values=0) -> Tensor:
     """Pad ``x`` (TF semantics).
 
@@ -559,6 +568,7 @@ _GATHER, _GATHER_GRAD = _index_pair("gather", _gather_key)
 _GATHER_ND, _GATHER_ND_GRAD = _index_pair("gather_nd", _gather_nd_key)
 
 
+@export("lk")
 def gather(params, indices, axis: int = 0, batch_dims: int = 0) -> Tensor:
     """Gather slices of ``params`` along ``axis`` at ``indices`` (TF semantics).
 
@@ -589,6 +599,7 @@ def gather(params, indices, axis: int = 0, batch_dims: int = 0) -> Tensor:
     return apply(_GATHER, params, indices, axis=a, batch_dims=b)
 
 
+@export("lk")
 def gather_nd(params, indices, batch_dims: int = 0) -> Tensor:
     """Gather slices of ``params`` addressed by the last axis of ``indices`` (TF).
 
@@ -735,6 +746,7 @@ def getitem(x, key) -> Tensor:
         ) from None
 
 
+@export("lk")
 def slice(input_, begin, size) -> Tensor:  # noqa: A001 - TF's name, shadows the builtin here
     """Extract the block starting at ``begin`` with ``size`` (TF; ``size[i] == -1`` means
     "to the end of axis i").
@@ -762,6 +774,7 @@ def slice(input_, begin, size) -> Tensor:  # noqa: A001 - TF's name, shadows the
     return apply(_GETITEM, input_, key=tuple(spec))
 
 
+@export("lk")
 def reverse(x, axis) -> Tensor:
     """Reverse ``x`` along the given axis or axes.
 
@@ -777,3 +790,5 @@ def reverse(x, axis) -> Tensor:
                          f"(tensor of rank {len(shape)})")
     spec = tuple(("s", None, None, -1 if i in flip else None) for i in range(len(shape)))
     return apply(_GETITEM, x, key=spec)
+
+__all__ = top_level(__name__)

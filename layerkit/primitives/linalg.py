@@ -15,21 +15,19 @@ from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.errors import InvalidArgumentError
-from layerkit.ops import array as _array
-from layerkit.ops import broadcast as _bc
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops import reduce as _reduce
-from layerkit.ops.creation import axis_arg, int_arg
-
-__all__ = ["matmul", "tensordot", "einsum", "norm"]
-
+from layerkit.primitives import array as _array
+from layerkit.primitives import broadcast as _bc
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives import reduce as _reduce
+from layerkit.primitives.creation import axis_arg, int_arg
+from layerkit.primitives.registry import export, top_level
 
 _new = object.__new__
 
 
 def _shape_of(x) -> tuple:
-    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+    return x._rv.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def _perm_inverse(order) -> tuple:
@@ -95,6 +93,7 @@ def _matmul_error(a, b, transpose_a, transpose_b) -> InvalidArgumentError:
     )
 
 
+@export("lk", "linalg")
 def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
     """Matrix product of the last two axes, batched (and broadcast) over leading axes.
 
@@ -109,8 +108,8 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor
         ValueError: naming both shapes when the inner dimensions differ, the batch
             dimensions do not broadcast, or an operand is a scalar.
     """
-    na = a._v.ndim if isinstance(a, Tensor) else np.ndim(a)
-    nb = b._v.ndim if isinstance(b, Tensor) else np.ndim(b)
+    na = a._rv.ndim if isinstance(a, Tensor) else np.ndim(a)
+    nb = b._rv.ndim if isinstance(b, Tensor) else np.ndim(b)
     if na >= 2 and nb >= 2:
         try:
             return apply(_MATMUL, a, b, transpose_a=bool(transpose_a),
@@ -250,6 +249,7 @@ def _norm_axes_list(axes, n: int, which: str) -> tuple:
     return tuple(out)
 
 
+@export("lk", "linalg")
 def tensordot(a, b, axes) -> Tensor:
     """Contract ``a`` and ``b`` over the given axes (TF/NumPy ``tensordot``).
 
@@ -372,6 +372,7 @@ def _normalize_equation(equation: str, ranks: tuple) -> str:
     return ",".join(new) + "->" + out
 
 
+@export("lk", "linalg")
 def einsum(equation: str, *inputs) -> Tensor:
     """Einstein summation (NumPy/TF ``einsum``), with ``...`` broadcasting.
 
@@ -442,6 +443,7 @@ def _is_inf(o) -> bool:
     return not isinstance(o, str) and float(o) == np.inf
 
 
+@export("lk", "linalg")
 def norm(tensor, ord="euclidean", axis=None, keepdims: bool = False) -> Tensor:
     """Vector or matrix norm (TF ``tf.norm``).
 
@@ -518,3 +520,5 @@ def norm(tensor, ord="euclidean", axis=None, keepdims: bool = False) -> Tensor:
     if keepdims:
         return out
     return _array.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+__all__ = top_level(__name__)

@@ -53,12 +53,12 @@ from layerkit._core.convert import convert_to_tensor, to_array
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.kernels import activation as _kact
-from layerkit.ops import array as _array
-from layerkit.ops import creation as _creation
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import random as _random
-from layerkit.ops import reduce as _reduce
-from layerkit.ops.creation import axis_arg
+from layerkit.primitives import array as _array
+from layerkit.primitives import creation as _creation
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import random as _random
+from layerkit.primitives import reduce as _reduce
+from layerkit.primitives.creation import axis_arg
 
 # Public names are exported through ``layerkit.nn`` (not the top-level namespace).
 __all__: list[str] = []

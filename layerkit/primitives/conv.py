@@ -45,9 +45,9 @@ from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.kernels import conv as _k
 from layerkit.kernels import pool as _kp
-from layerkit.ops import array as _array
-from layerkit.ops import nn as _nn
-from layerkit.ops.spatial import same_pads, spatial_arg
+from layerkit.primitives import array as _array
+from layerkit.primitives import nn as _nn
+from layerkit.primitives.spatial import same_pads, spatial_arg
 
 __all__ = ["conv2d", "conv2d_transpose", "depthwise_conv2d", "max_pool2d", "avg_pool2d"]
 
@@ -303,7 +303,9 @@ def _max_gg_vjp(u, ins, out, needs, ksize, strides, pads):
 
 
 _MAX = Op("max_pool2d", _max_fwd, _max_vjp)
-_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp)
+# It sends g[w] only where y == p[w], and there y > 0 is p[w] > 0: the ReLU mask of its
+# result can be applied to g instead (passes.sink_masks).
+_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp, absorbs=(_nn._RELU_GRAD,))
 _MAX_GG = Op("max_pool2d_grad_grad", _max_gg_fwd, _max_gg_vjp)
 
 
@@ -332,7 +334,8 @@ _AVG_GRAD = Op("avg_pool2d_grad", _avg_grad_fwd, _avg_grad_vjp)
 # Argument checking (public front doors)
 # =====================================================================================
 def _value(x):
-    return x._v if isinstance(x, Tensor) else to_array(x)
+    # Checked for shapes, then passed on to the recorded op: not a leak.
+    return x._rv if isinstance(x, Tensor) else to_array(x)
 
 
 def _arg(x, v):

@@ -36,12 +36,12 @@ import numpy as np
 from layerkit._core.op import apply
 from layerkit._core.tensor import Tensor
 from layerkit.kernels import conv_nd as _knd
-from layerkit.ops import array as _array
-from layerkit.ops import conv as _conv
-from layerkit.ops import elementwise as _ew
-from layerkit.ops import nn as _nn
-from layerkit.ops.conv import _arg, _value
-from layerkit.ops.spatial import same_pads, spatial_arg
+from layerkit.primitives import array as _array
+from layerkit.primitives import conv as _conv
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import nn as _nn
+from layerkit.primitives.conv import _arg, _value
+from layerkit.primitives.spatial import same_pads, spatial_arg
 
 __all__ = ["conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
            "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",

@@ -3,7 +3,7 @@
 Operators: ``+ - * / // % ** @`` and their reflected forms, unary ``-``, ``+``,
 ``abs()``, comparisons ``< <= > >= == !=`` (elementwise, bool Tensors; hashing stays
 by identity), ``& | ^ ~`` on bool tensors (logical, as in TensorFlow), ``t[key]``
-(``layerkit.ops.array.getitem``) and iteration over axis 0.
+(``layerkit.primitives.array.getitem``) and iteration over axis 0.
 
 NumPy interop under a tape. A NumPy call on a Tensor never silently returns a plain
 array that has dropped off the gradient tape:
@@ -37,10 +37,11 @@ import numpy as np
 
 from layerkit._core.convert import to_array
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as A
-from layerkit.ops import elementwise as E
-from layerkit.ops import linalg as L
-from layerkit.ops import reduce as R
+from layerkit.primitives import array as A
+from layerkit.primitives import elementwise as E
+from layerkit.primitives import linalg as L
+from layerkit.primitives import reduce as R
+from layerkit.primitives.registry import NUMPY
 
 
 # ---- arithmetic and comparison operators ---------------------------------------------
@@ -141,7 +142,8 @@ Tensor.__iter__ = _iter
 
 
 # ---- NumPy ufuncs ---------------------------------------------------------------------
-_UFUNCS = {
+_UFUNCS = NUMPY  # ops published with @export(numpy=...) add themselves here
+_UFUNCS.update({
     np.add: E.add, np.subtract: E.subtract, np.multiply: E.multiply,
     np.true_divide: E.divide, np.floor_divide: E.floordiv, np.remainder: E.mod,
     np.power: E.pow, np.negative: E.negative, np.positive: lambda x: x,
@@ -155,7 +157,7 @@ _UFUNCS = {
     np.logical_and: E.logical_and, np.logical_or: E.logical_or,
     np.logical_not: E.logical_not, np.isfinite: E.isfinite, np.isnan: E.isnan,
     np.matmul: L.matmul,
-}
+})
 
 _USE_LK = ("Use the layerkit op instead, or take the values explicitly with t.numpy() "
            "or np.asarray(t)")
@@ -305,7 +307,8 @@ def _red(fname: str, lk_name: str, **flags):
     return _lazy(R, lk_name, lambda fn: _reduction(fname, fn, **flags))
 
 
-_FUNCTIONS = {
+_FUNCTIONS = NUMPY
+_FUNCTIONS.update({
     np.sum: _red("sum", "reduce_sum"),
     np.prod: _red("prod", "reduce_prod"),
     np.mean: _red("mean", "reduce_mean"),
@@ -334,7 +337,7 @@ _FUNCTIONS = {
     np.einsum: _lazy(L, "einsum", lambda fn: _np_einsum),
     np.dot: _np_dot,
     np.take: _lazy(A, "gather", lambda fn: _np_take),
-}
+})
 
 # Functions whose results carry no gradient (shapes, bools, indices, text, files):
 # computing them on the values cannot lose a gradient.

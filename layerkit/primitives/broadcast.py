@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import reduce as _reduce
+from layerkit.primitives import array as _array
+from layerkit.primitives import reduce as _reduce
 
 
 @lru_cache(maxsize=4096)

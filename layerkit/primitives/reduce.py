@@ -28,22 +28,19 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
-from layerkit.ops import array as _array
-from layerkit.ops import elementwise as _ew
-from layerkit.ops.creation import axis_arg, int_arg
-
-__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
-           "reduce_logsumexp", "reduce_variance", "reduce_std", "reduce_all", "reduce_any",
-           "argmax", "argmin", "cumsum", "cumprod"]
+from layerkit.primitives import array as _array
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives.creation import axis_arg, int_arg
+from layerkit.primitives.registry import export, top_level
 
 
 # ---- axis handling ------------------------------------------------------------------
 def _ndim(x) -> int:
-    return x._v.ndim if isinstance(x, Tensor) else np.ndim(x)
+    return x._rv.ndim if isinstance(x, Tensor) else np.ndim(x)
 
 
 def _shape(x) -> tuple:
-    return x._v.shape if isinstance(x, Tensor) else np.shape(x)
+    return x._rv.shape if isinstance(x, Tensor) else np.shape(x)
 
 
 def _norm_axis(axis, ndim: int, op: str = "reduce"):
@@ -147,6 +144,7 @@ def _sum_vjp(g, ins, y, needs, axis, keepdims):
 _SUM = Op("reduce_sum", _sum_fwd, _sum_vjp)
 
 
+@export("lk", "math")
 def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
     """Sum of elements across ``axis`` (None: all axes).
 
@@ -204,6 +202,7 @@ def _mean_vjp(g, ins, y, needs, axis, keepdims):
 _MEAN = Op("reduce_mean", _mean_fwd, _mean_vjp)
 
 
+@export("lk", "math")
 def reduce_mean(x, axis=None, keepdims: bool = False) -> Tensor:
     """Mean of elements across ``axis``; integer inputs give a truncated integer mean (TF).
 
@@ -249,6 +248,7 @@ def _extremum(op: Op, x, axis, keepdims) -> Tensor:
     return apply(op, x, axis=axis, keepdims=bool(keepdims))
 
 
+@export("lk", "math")
 def reduce_max(x, axis=None, keepdims: bool = False) -> Tensor:
     """Maximum across ``axis``. The gradient is split equally among tied maxima (TF).
 
@@ -258,6 +258,7 @@ def reduce_max(x, axis=None, keepdims: bool = False) -> Tensor:
     return _extremum(_MAX, x, axis, keepdims)
 
 
+@export("lk", "math")
 def reduce_min(x, axis=None, keepdims: bool = False) -> Tensor:
     """Minimum across ``axis``. The gradient is split equally among tied minima (TF)."""
     return _extremum(_MIN, x, axis, keepdims)
@@ -291,6 +292,7 @@ def _prod_vjp(g, ins, y, needs, axis, keepdims):
 _PROD = Op("reduce_prod", _prod_fwd, _prod_vjp)
 
 
+@export("lk", "math")
 def reduce_prod(x, axis=None, keepdims: bool = False) -> Tensor:
     """Product of elements across ``axis``.
 
@@ -326,6 +328,7 @@ def _lse_vjp(g, ins, y, needs, axis, keepdims):
 _LSE = Op("reduce_logsumexp", _lse_fwd, _lse_vjp)
 
 
+@export("lk", "math")
 def reduce_logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` across ``axis``, computed stably (shifted by the maximum).
 
@@ -359,6 +362,7 @@ def _variance(x, axis, keepdims, op: str) -> Tensor:
     return reduce_mean(_ew.square(centered), axis, keepdims=keepdims)
 
 
+@export("lk", "math")
 def reduce_variance(x, axis=None, keepdims: bool = False) -> Tensor:
     """Population variance across ``axis`` (``mean((x - mean(x))**2)``, two-pass).
 
@@ -370,6 +374,7 @@ def reduce_variance(x, axis=None, keepdims: bool = False) -> Tensor:
     return _variance(x, axis, keepdims, "reduce_variance")
 
 
+@export("lk", "math")
 def reduce_std(x, axis=None, keepdims: bool = False) -> Tensor:
     """Population standard deviation across ``axis``.
 
@@ -387,11 +392,13 @@ _ALL = Op("reduce_all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=
 _ANY = Op("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims))
 
 
+@export("lk", "math")
 def reduce_all(x, axis=None, keepdims: bool = False) -> Tensor:
     """Logical AND across ``axis`` (non-bool inputs are tested for non-zero)."""
     return apply(_ALL, x, axis=_norm_axis(axis, _ndim(x), "reduce_all"), keepdims=bool(keepdims))
 
 
+@export("lk", "math")
 def reduce_any(x, axis=None, keepdims: bool = False) -> Tensor:
     """Logical OR across ``axis`` (non-bool inputs are tested for non-zero)."""
     return apply(_ANY, x, axis=_norm_axis(axis, _ndim(x), "reduce_any"), keepdims=bool(keepdims))
@@ -413,6 +420,7 @@ def _arg(op: Op, x, axis, output_type) -> Tensor:
     return apply(op, x, axis=ax[0], dtype=dtype)
 
 
+@export("lk", "math")
 def argmax(x, axis: int | None = None, output_type=np.int64) -> Tensor:
     """Index of the largest value along ``axis`` (TF: ``axis=None`` means 0); int64.
 
@@ -421,6 +429,7 @@ def argmax(x, axis: int | None = None, output_type=np.int64) -> Tensor:
     return _arg(_ARGMAX, x, axis, output_type)
 
 
+@export("lk", "math")
 def argmin(x, axis: int | None = None, output_type=np.int64) -> Tensor:
     """Index of the smallest value along ``axis`` (TF: ``axis=None`` means 0); int64."""
     return _arg(_ARGMIN, x, axis, output_type)
@@ -474,6 +483,7 @@ def _scan_axis(op: str, x, axis) -> int:
     return _single_axis(op, _ndim(x), axis)
 
 
+@export("lk", "math")
 def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
     """Cumulative sum along ``axis`` (TF semantics).
 
@@ -487,6 +497,7 @@ def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> 
                  reverse=bool(reverse))
 
 
+@export("lk", "math")
 def cumprod(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
     """Cumulative product along ``axis`` (TF semantics; ``exclusive`` starts at 1).
 
@@ -494,3 +505,5 @@ def cumprod(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) ->
     """
     return apply(_CUMPROD, x, axis=_scan_axis("cumprod", x, axis), exclusive=bool(exclusive),
                  reverse=bool(reverse))
+
+__all__ = top_level(__name__)
