@@ -2,7 +2,11 @@
 TimeDistributed wrapper."""
 from __future__ import annotations
 
+import numpy as np
+
+from layerkit._core.variable import Variable
 from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.layers import symbolic as _sym
 from layerkit.layers.core import Activation, Dense, Embedding, Flatten
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer, _mask_info, layer_from_config, layer_to_config
@@ -47,6 +51,16 @@ class RNN(Layer):
         return_state: also return the final states: ``[output, *states]`` (for stacked
             cells one entry per cell, each that cell's list of states, as Keras).
         go_backwards: process the sequence in reverse (and return reversed sequences).
+        stateful: keep the final states of each call and start the next call from them
+            (sample ``i`` of a batch continues sample ``i`` of the previous batch), as
+            Keras. The batch size must be known when the layer is built (``lk.Input(
+            batch_shape=...)`` or ``batch_input_shape=``) and every batch must have it.
+            The states are the non-trainable Variables in ``layer.states``, not weights
+            (not in ``weights``, weight files or checkpoints, as Keras 3); the update is a
+            recorded assign, so it also runs in ``lk.function`` and ``fit``'s traced
+            steps. ``reset_state()`` zeros them (``reset_state(values)`` sets them);
+            ``initial_state=`` still overrides them for one call. Use ``shuffle=False``
+            in ``fit``.
         zero_output_for_mask: with a mask, masked steps output zeros instead of the
             previous step's output (``Bidirectional`` sets it when returning sequences).
 
@@ -73,20 +87,81 @@ class RNN(Layer):
         if not callable(getattr(cell, "call", None)) or not hasattr(cell, "state_size"):
             raise ValueError(f"RNN: `cell` must have a `call(inputs, states)` method and a "
                              f"`state_size` attribute; received {cell!r}")
-        if stateful:
-            raise NotImplementedError("RNN: stateful=True is not supported")
         self.cell = cell
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
-        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), False, unroll
+        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), bool(stateful), unroll
         self.zero_output_for_mask = bool(zero_output_for_mask)
         self.input_spec = InputSpec(min_ndim=3)
+        # Keras 3: the state variables are not the layer's weights (not in `weights`,
+        # weight files or checkpoints): kept outside the tracked attributes.
+        object.__setattr__(self, "states", None)
 
     def build(self, input_shape) -> None:
         if isinstance(self.cell, Layer) and not self.cell.built:
             self.cell.build((input_shape[0],) + tuple(input_shape[2:]))
+        if not self.stateful:
+            return
+        if self.states is not None:
+            self.reset_state()
+            return
+        batch = input_shape[0]
+        if batch is None:
+            raise ValueError(
+                f"RNN '{self.name}': with stateful=True the batch size must be known when "
+                f"the layer is built; received input shape {tuple(input_shape)}. Give it, "
+                f"e.g. lk.Input(batch_shape=(32, ...)) or batch_input_shape=(32, ...) on the "
+                f"first layer")
+        init = self._initial_state(batch, None)
+        states = pack_like(init, [Variable(t, trainable=False, name="rnn_state",
+                                           dtype=self._dtype) for t in flatten(init)])
+        object.__setattr__(self, "states", states)
 
-    def _initial_state(self, inputs, initial_state) -> list:
-        batch = inputs.shape[0]
+    def reset_state(self, states=None) -> None:
+        """Set the states of a stateful layer to zeros, or to ``states`` (Keras 3).
+
+        Does nothing for a layer that keeps no states (not stateful, or not built yet).
+
+        Args:
+            states: optional values: one array per state (a flat list, or nested as the
+                states of stacked cells), each of shape ``(batch, state_size)``.
+
+        Raises:
+            ValueError: ``states`` is given but the layer has no states, or their number
+                or shapes differ from the layer's.
+        """
+        own = self.states
+        if own is None:
+            if states is not None:
+                raise ValueError(f"RNN '{self.name}': reset_state(states=...) needs a "
+                                 f"stateful layer that is built (called once); "
+                                 f"stateful={self.stateful}, built={self.built}")
+            return
+        own = flatten(own)
+        if states is None:
+            for v in own:
+                v.assign(np.zeros(v.shape, v.dtype))
+            return
+        values = flatten(states) if isinstance(states, (list, tuple)) else [states]
+        want = [tuple(v.shape) for v in own]
+        got = [tuple(np.shape(x)) for x in values]
+        if got != want:
+            raise ValueError(f"RNN '{self.name}': reset_state expects {len(want)} state "
+                             f"value(s) of shapes {want}; received shapes {got}")
+        for v, x in zip(own, values):
+            v.assign(x)
+
+    reset_states = reset_state
+
+    def _check_batch(self, inputs) -> None:
+        batch = flatten(self.states)[0].shape[0]
+        if inputs.shape[0] != batch:
+            raise ValueError(
+                f"RNN '{self.name}' is stateful with states for a batch of {batch} "
+                f"sequences; received a batch of {inputs.shape[0]} (input shape "
+                f"{tuple(inputs.shape)}). Feed batches of the same size (fit/predict with "
+                f"that batch_size and a sample count that is a multiple of it)")
+
+    def _initial_state(self, batch: int, initial_state) -> list:
         if initial_state is None:
             init = getattr(self.cell, "get_initial_state", None)
             if init is not None:
@@ -110,7 +185,13 @@ class RNN(Layer):
         if inputs.shape[1] == 0:
             raise ValueError(f"RNN '{self.name}': the input has no time steps (shape "
                              f"{inputs.shape})")
-        states = self._initial_state(inputs, initial_state)
+        keep = self.states is not None and not _sym.probing()
+        if keep:  # stateful: start from the stored states (live reads when traced)
+            self._check_batch(inputs)
+        if keep and initial_state is None:
+            states = pack_like(self.states, [v.value() for v in flatten(self.states)])
+        else:
+            states = self._initial_state(inputs.shape[0], initial_state)
         kw = {"training": training} if isinstance(cell, Layer) and \
             cell._call_accepts_training() else {}
         if hasattr(cell, "reset_dropout_mask"):
@@ -122,7 +203,16 @@ class RNN(Layer):
         if fused is not None:
             seq, states = fused
             output = seq if self.return_sequences else states[0]
-            return [output] + states if self.return_state else output
+        else:
+            output, states = self._loop(inputs, states, kw, mask)
+        if keep:  # a recorded assign: it runs on every call of a traced function
+            for v, t in zip(flatten(self.states), flatten(states)):
+                v.assign(t)
+        return [output] + states if self.return_state else output
+
+    def _loop(self, inputs, states: list, kw: dict, mask):
+        """``(output, final_states)`` from the step loop (masked or not)."""
+        cell = self.cell
         # Built-in cells project all time steps with one GEMM before the loop.
         if hasattr(cell, "project_inputs") and hasattr(cell, "step"):
             steps, step = _array.unstack(cell.project_inputs(inputs, **kw), axis=1), cell.step
@@ -137,8 +227,7 @@ class RNN(Layer):
             out, states = step(x, states, **kw)
             states = list(states) if isinstance(states, (list, tuple)) else [states]
             outputs.append(out)
-        output = _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
-        return [output] + states if self.return_state else output
+        return _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1], states
 
     def _masked_loop(self, steps: list, step, states: list, mask, kw: dict):
         """The step loop where a masked step keeps the previous states, and outputs the
@@ -160,8 +249,7 @@ class RNN(Layer):
                                      zip(flatten(new), flatten(states))])
             outputs.append(out)
             prev = out
-        output = _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1]
-        return [output] + states if self.return_state else output
+        return _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1], states
 
     def compute_mask(self, inputs, mask=None):
         """The input mask for sequence outputs; None for the last output and states."""
@@ -286,6 +374,7 @@ class Bidirectional(Layer):
             self._clone(layer, "backward_", not layer.go_backwards)
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
+        self.stateful = layer.stateful
         for sub in (self.forward_layer, self.backward_layer):
             if isinstance(sub, RNN):
                 sub.zero_output_for_mask = sub.return_sequences
@@ -303,6 +392,20 @@ class Bidirectional(Layer):
         if self._initial_weights is not None:
             self.set_weights(self._initial_weights)
             self._initial_weights = None
+
+    def reset_state(self) -> None:
+        """Zero the states of both stateful layers (Keras 3).
+
+        Raises:
+            AttributeError: the wrapped layer is not stateful.
+        """
+        if not self.stateful:
+            raise AttributeError(f"Bidirectional '{self.name}': reset_state needs a stateful "
+                                 f"layer (stateful=True); this one is not stateful")
+        self.forward_layer.reset_state()
+        self.backward_layer.reset_state()
+
+    reset_states = reset_state
 
     def call(self, inputs, initial_state=None, mask=None, training=None):
         fwd_state = bwd_state = None

@@ -26,12 +26,21 @@ from layerkit._core.op import wrap
 from layerkit.autodiff.nest import flatten, pack_like
 
 __all__ = ["SymbolicTensor", "Node", "flatten", "map_structure", "any_symbolic", "call", "probe",
-           "output_shape"]
+           "probing", "output_shape"]
 
 # Sizes substituted for unknown dimensions in the two probing runs. Dims that differ
 # between the runs' outputs are unknown (None). Non-batch sizes differ by more than 32
 # so that up to 32x downsampling (pooling, strides) still tells them apart.
 _PROBES = ((1, 64), (2, 97))
+
+# How many probing runs are active (nested models probe their layers): layers that keep
+# state between calls (stateful RNNs) leave it alone while it is above zero.
+_PROBING = [0]
+
+
+def probing() -> bool:
+    """True while layers run on the zero batches of :func:`probe` (shape inference)."""
+    return _PROBING[0] > 0
 
 
 class SymbolicTensor:
@@ -131,6 +140,7 @@ def probe(layer, args: tuple, kwargs: dict):
     """
     saved = context.RECORDERS[:]
     context.RECORDERS.clear()
+    _PROBING[0] += 1
     try:
         runs = []
         for batch, other in _PROBES:
@@ -138,6 +148,7 @@ def probe(layer, args: tuple, kwargs: dict):
             ckwargs = dict(_concrete(kwargs, batch, other), training=False)
             runs.append(layer(*cargs, **ckwargs))
     finally:
+        _PROBING[0] -= 1
         context.RECORDERS[:] = saved
     a, b = flatten(runs[0]), flatten(runs[1])
     specs = []

@@ -98,7 +98,7 @@ class Sequential(Model):
         else:
             x = self.__dict__.get("_sym_input")
             if x is None or tuple(x.shape[1:]) != tuple(input_shape)[1:]:
-                x = SymbolicTensor((None,) + tuple(input_shape)[1:],
+                x = SymbolicTensor(tuple(input_shape),
                                    self.__dict__.get("_input_dtype") or self._dtype,
                                    name=self.__dict__.get("_input_name"))
                 self.__dict__["_sym_input"] = x
@@ -173,7 +173,7 @@ class Sequential(Model):
         if shape is not None:
             dtype = np.dtype(self.__dict__.get("_input_dtype") or self._dtype).name
             layers.append({"module": "keras.layers", "class_name": "InputLayer",
-                           "config": {"batch_shape": [None] + list(shape)[1:], "dtype": dtype,
+                           "config": {"batch_shape": list(shape), "dtype": dtype,
                                       "sparse": False, "ragged": False,
                                       "name": self.__dict__.get("_input_name") or
                                       "input_layer", "optional": False},
@@ -186,7 +186,7 @@ class Sequential(Model):
         config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype,
                   "layers": layers}
         if shape is not None:
-            config["build_input_shape"] = [None] + list(shape)[1:]
+            config["build_input_shape"] = list(shape)
         return config
 
     @classmethod
