@@ -102,7 +102,8 @@ class MinMaxNorm(Constraint):
     ``w * (rate * clip(n, min_value, max_value) + (1 - rate) * n) / (epsilon + n)``.
 
     Args:
-        min_value, max_value: the norm bounds (default 0 and 1).
+        min_value: the norm bounds (default 0 and 1).
+        max_value: the norm bounds (default 0 and 1).
         rate: 1 enforces the bounds at once; smaller values move towards them.
         axis: int or list of ints (default 0).
     """

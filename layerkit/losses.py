@@ -464,7 +464,9 @@ class LossFunctionWrapper(Loss):
 
     Args:
         fn: the per-sample loss function.
-        reduction, name, dtype: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        reduction: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        name: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        dtype: as for :class:`Loss` (``name`` defaults to ``fn``'s).
         **kwargs: passed to ``fn`` on every call.
     """
 
@@ -509,7 +511,7 @@ class _BuiltinLoss(LossFunctionWrapper):
 class MeanSquaredError(_BuiltinLoss):
     """Mean of squared errors over the last axis, reduced over the batch.
 
-    Example:
+    Examples:
         >>> round(float(MeanSquaredError()([[0., 1.], [0., 0.]], [[1., 1.], [1., 0.]])), 4)
         0.5
     """
@@ -574,7 +576,7 @@ class BinaryCrossentropy(_BuiltinLoss):
         label_smoothing: labels become ``y * (1 - s) + 0.5 * s``.
         axis: the axis averaged over (default -1).
 
-    Example:
+    Examples:
         >>> bce = BinaryCrossentropy(from_logits=True)
         >>> round(float(bce([[0, 1], [0, 0]], [[-18.6, 0.51], [2.94, -12.8]])), 4)
         0.8655
@@ -596,7 +598,7 @@ class CategoricalCrossentropy(_BuiltinLoss):
         label_smoothing: labels become ``y * (1 - s) + s / num_classes``.
         axis: the class axis (default -1).
 
-    Example:
+    Examples:
         >>> round(float(CategoricalCrossentropy()([[0, 1, 0], [0, 0, 1]],
         ...                                       [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769
@@ -622,7 +624,7 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
     Raises:
         ValueError: label shape mismatch or a label out of range.
 
-    Example:
+    Examples:
         >>> round(float(SparseCategoricalCrossentropy()([1, 2],
         ...                                             [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769

@@ -262,7 +262,7 @@ def _acc(var: Variable, value) -> None:
 class Sum(Metric):
     """The (weighted) sum of the values seen.
 
-    Example:
+    Examples:
         >>> m = Sum()
         >>> m.update_state([1, 3, 5, 7])
         >>> float(m.result())
@@ -284,7 +284,7 @@ class Sum(Metric):
 class Mean(Metric):
     """The (weighted) mean of the values seen: per-sample means, averaged over samples.
 
-    Example:
+    Examples:
         >>> m = Mean()
         >>> m.update_state([1, 3, 5, 7])
         >>> float(m.result())
@@ -474,7 +474,7 @@ sparse_top_k_categorical_accuracy = _public(_sparse_top_k_categorical_accuracy,
 class Accuracy(MeanMetricWrapper):
     """How often predictions equal labels exactly.
 
-    Example:
+    Examples:
         >>> m = Accuracy()
         >>> m.update_state([[1], [2], [3], [4]], [[0], [2], [3], [4]])
         >>> float(m.result())
@@ -491,7 +491,7 @@ class Accuracy(MeanMetricWrapper):
 class BinaryAccuracy(MeanMetricWrapper):
     """How often ``y_pred > threshold`` matches the binary labels.
 
-    Example:
+    Examples:
         >>> m = BinaryAccuracy()
         >>> m.update_state([[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]])
         >>> float(m.result())
@@ -515,7 +515,7 @@ class CategoricalAccuracy(MeanMetricWrapper):
 class SparseCategoricalAccuracy(MeanMetricWrapper):
     """How often the argmax of the predictions equals the integer labels.
 
-    Example:
+    Examples:
         >>> m = SparseCategoricalAccuracy()
         >>> m.update_state([[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]])
         >>> float(m.result())
@@ -680,7 +680,7 @@ class Precision(_PrecisionRecall):
         top_k: only the ``k`` highest predictions per sample count as positive.
         class_id: compute the binary metric for this class column only.
 
-    Example:
+    Examples:
         >>> m = Precision()
         >>> m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
         >>> round(float(m.result()), 4)
@@ -699,7 +699,7 @@ class Recall(_PrecisionRecall):
 
     Arguments as for :class:`Precision`.
 
-    Example:
+    Examples:
         >>> m = Recall()
         >>> m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
         >>> round(float(m.result()), 4)
@@ -732,7 +732,7 @@ class AUC(Metric):
         label_weights: weights for averaging label AUCs (multi_label only).
         from_logits: apply a sigmoid to the predictions first.
 
-    Example:
+    Examples:
         >>> m = AUC(num_thresholds=3)
         >>> m.update_state([0, 0, 1, 1], [0, 0.5, 0.3, 0.9])
         >>> round(float(m.result()), 4)

@@ -130,7 +130,7 @@ class AtomicFile:
         path: the absolute target path.
         tmp: the temporary file's path.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> p = os.path.join(tempfile.mkdtemp(), "out.bin")
         >>> with AtomicFile(p) as f:

@@ -38,7 +38,7 @@ class DType:
     attribute), it equals and hashes like the NumPy dtype, and it has TensorFlow's
     properties.
 
-    Example:
+    Examples:
         >>> import layerkit as lk, numpy as np
         >>> lk.float32
         lk.float32
@@ -223,7 +223,7 @@ def as_dtype(type_value) -> DType:
         TypeError: the value names no dtype, or one NumPy has no type for (``bfloat16``,
             ``string``).
 
-    Example:
+    Examples:
         >>> import layerkit as lk, numpy as np
         >>> lk.dtypes.as_dtype(np.float64) is lk.float64
         True

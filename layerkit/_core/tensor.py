@@ -27,7 +27,7 @@ class Tensor:
     the arithmetic, comparison and indexing operators; arithmetic and indexing are
     differentiable under a :class:`layerkit.GradientTape`.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.constant([[4.0]])
         Tensor([[4.]], shape=(1, 1), dtype=float32)
@@ -41,6 +41,8 @@ class Tensor:
 
     # (``_rv`` is the ``_v`` slot under a second name: see the module docstring; it is
     # attached after the class body, where the slot descriptor exists.)
+    _v: np.ndarray
+    _rv: np.ndarray
 
     def __init__(self, value) -> None:
         if isinstance(value, Tensor):
@@ -177,4 +179,4 @@ class Tensor:
 
 # The value slot under its second name (see the module docstring). A member descriptor
 # works under any class attribute name, and reading it costs exactly what ``t._v`` costs.
-Tensor._rv = Tensor.__dict__["_v"]
+Tensor._rv = Tensor.__dict__["_v"]  # type: ignore[assignment]  # the slot descriptor

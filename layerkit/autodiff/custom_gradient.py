@@ -53,7 +53,7 @@ def custom_gradient(f: Callable) -> Callable:
     ``(input_grads, variable_grads)``. A ``grad_fn`` written with lk ops is itself
     differentiable, so higher-order gradients work.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> @lk.custom_gradient
         ... def log1pexp(x):

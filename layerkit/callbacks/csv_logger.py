@@ -31,7 +31,7 @@ class CSVLogger(Callback):
         append: append to an existing file (the header is written only if it is empty)
             instead of overwriting it.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> logger = lk.callbacks.CSVLogger("training.csv", separator=";")
     """

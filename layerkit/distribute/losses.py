@@ -44,7 +44,7 @@ def compute_average_loss(per_example_loss, sample_weight=None,
         TypeError: a global batch size that is not an int.
         RuntimeError: the default batch size asked for in a cross-replica context.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> float(lk.nn.compute_average_loss([1.0, 2.0, 3.0], global_batch_size=6))
         1.0

@@ -160,7 +160,7 @@ class EventFileWriter:
         logdir: the directory (created if needed); TensorBoard shows one run per
             directory.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> w = EventFileWriter(tempfile.mkdtemp())
         >>> w.add_scalar("loss", 0.5, step=1)

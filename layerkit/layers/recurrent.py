@@ -55,7 +55,7 @@ class RNN(Layer):
     ``Embedding(mask_zero=True)`` or ``Masking``: a masked step leaves the states
     unchanged and repeats the previous output), ``training``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.RNN(lk.layers.SimpleRNNCell(4))(lk.ones((2, 5, 3))).shape
         (2, 4)
@@ -232,7 +232,7 @@ class LSTM(_CellRNN):
     training, the whole sequence is one fused record each way (forward and BPTT in
     NumPy, the input projection of all steps one GEMM); otherwise the step loop runs.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> out, h, c = lk.layers.LSTM(8, return_state=True)(lk.ones((2, 5, 3)))
         >>> out.shape, c.shape
@@ -375,7 +375,7 @@ class TimeDistributed(Layer):
     Args:
         layer: the layer to apply (its weights are shared by all steps).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.TimeDistributed(lk.layers.Dense(4))(lk.ones((2, 5, 3))).shape
         (2, 5, 4)

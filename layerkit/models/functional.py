@@ -43,7 +43,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
     Raises:
         ValueError: neither or both of ``shape`` and ``batch_shape``, or unsupported args.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.Input(shape=(28, 28, 1)).shape
         (None, 28, 28, 1)

@@ -424,7 +424,7 @@ def load_img(path, color_mode: str = "rgb", target_size=None,
         TypeError: ``path`` is not path-like or a BytesIO.
         ValueError: an unknown ``color_mode`` or ``interpolation``.
 
-    Example:
+    Examples:
         >>> img = lk.utils.load_img("cat.jpg", target_size=(180, 180))  # doctest: +SKIP
         >>> x = lk.utils.img_to_array(img)[None]                         # doctest: +SKIP
     """
