@@ -80,7 +80,7 @@ def remove_stale_temps(directory, target) -> list[str]:
     """
     directory = os.fspath(directory)
     match = target.__eq__ if isinstance(target, str) else target
-    removed = []
+    removed: list = []
     if not distribution.writes_files():
         return removed
     try:

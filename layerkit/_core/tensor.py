@@ -179,4 +179,4 @@ class Tensor:
 
 # The value slot under its second name (see the module docstring). A member descriptor
 # works under any class attribute name, and reading it costs exactly what ``t._v`` costs.
-Tensor._rv = Tensor.__dict__["_v"]  # type: ignore[assignment]  # the slot descriptor
+Tensor._rv = Tensor.__dict__["_v"]

@@ -117,7 +117,7 @@ def _check(name: str, what: str, grads: list, expected: tuple) -> list:
             f"custom_gradient function '{name}': grad_fn returned {len(grads)} {what} "
             f"gradient(s), expected {len(expected)} (one per {what})"
         )
-    out = []
+    out: list = []
     for i, (g, x) in enumerate(zip(grads, expected)):
         if g is None:
             out.append(None)

@@ -139,7 +139,8 @@ class CheckpointManager:
         return latest
 
     def _sweep(self, managed: list) -> tuple:
-        last_preserved, doomed = self._last_preserved, []
+        last_preserved = self._last_preserved
+        doomed: list = []
         if self._max_to_keep is None:
             return managed, doomed, last_preserved
         managed = list(managed)

@@ -11,7 +11,8 @@ import numpy as np
 from layerkit._core import distribution
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.tensor import Tensor
-from layerkit.primitives import cast, reduce_sum
+from layerkit.primitives.elementwise import cast
+from layerkit.primitives.reduce import reduce_sum
 
 __all__ = ["compute_average_loss", "scale_regularization_loss"]
 

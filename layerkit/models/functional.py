@@ -121,7 +121,8 @@ class Graph:
 
     def _toposort(self) -> list:
         known_inputs = {id(t) for t in self.flat_inputs}
-        order, state = [], {}  # state: 1 = on the stack, 2 = done
+        order: list = []
+        state: dict = {}  # state: 1 = on the stack, 2 = done
         stack = [(t, False) for t in reversed(self.flat_outputs)]
         while stack:
             t, expanded = stack.pop()
