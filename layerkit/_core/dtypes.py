@@ -141,8 +141,8 @@ class DType:
             info = np.finfo(self.dtype)
             return self.dtype.type(info.max if i else info.min)
         if kind in "iu":
-            info = np.iinfo(self.dtype)
-            return int(info.max if i else info.min)
+            iinfo = np.iinfo(self.dtype)
+            return int(iinfo.max if i else iinfo.min)
         raise TypeError(f"Cannot find {what} value of {self} with type {self}.")
 
     def is_compatible_with(self, other) -> builtins.bool:

@@ -372,6 +372,7 @@ def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
     """Resolve SAME / VALID / explicit NHWC padding to ((top, bottom), (left, right))."""
     if isinstance(padding, str):
         mode = padding.upper()
+        pads: tuple[tuple[int, int], ...]
         if mode == "VALID":
             pads = _NO_PAD
         elif mode == "SAME":
