@@ -92,7 +92,7 @@ def show_config(file=None) -> None:
     Args:
         file: where to print (default ``sys.stdout``).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.show_config()  # doctest: +SKIP
         layerkit

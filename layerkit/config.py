@@ -69,7 +69,7 @@ def _type(device_type, who: str) -> str | None:
 def list_physical_devices(device_type: str | None = None) -> list:
     """The machine's devices of ``device_type`` (all if None): the CPU only.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.config.list_physical_devices("GPU")
         []
@@ -390,7 +390,7 @@ def device(device_name):
         lk.errors.InvalidArgumentError: a device other than the CPU while
             :func:`set_soft_device_placement` is off.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> with lk.device("/CPU:0"):
         ...     print(lk.constant([1.0]) + 1.0)

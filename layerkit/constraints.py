@@ -9,7 +9,7 @@ The formulas are Keras 3's (``epsilon = 1e-7``); norms are taken over ``axis``, 
 for a ``Dense`` kernel ``(input_dim, units)`` means ``axis=0`` constrains each unit's
 incoming weight vector.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> w = lk.constant([[3.0, 0.0], [4.0, 0.5]])
     >>> lk.constraints.MaxNorm(1.0)(w).numpy().round(3)
@@ -102,7 +102,8 @@ class MinMaxNorm(Constraint):
     ``w * (rate * clip(n, min_value, max_value) + (1 - rate) * n) / (epsilon + n)``.
 
     Args:
-        min_value, max_value: the norm bounds (default 0 and 1).
+        min_value: the norm bounds (default 0 and 1).
+        max_value: the norm bounds (default 0 and 1).
         rate: 1 enforces the bounds at once; smaller values move towards them.
         axis: int or list of ints (default 0).
     """

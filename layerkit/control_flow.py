@@ -42,7 +42,7 @@ def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None
     Raises:
         TypeError: a branch is missing or not callable.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> x = lk.constant(3.0)
         >>> float(lk.cond(x > 2.0, lambda: x * 2.0, lambda: x - 1.0))
@@ -51,6 +51,7 @@ def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None
     for label, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
         if not callable(fn):
             raise TypeError(f"lk.cond: {label} must be callable; received {fn!r}")
+    assert true_fn is not None and false_fn is not None  # checked above (for mypy)
     known, p = _traced_bool(pred)
     if known:
         return true_fn() if p else false_fn()
@@ -73,7 +74,7 @@ def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False
         ValueError: no predicate holds and there is no ``default``, or ``exclusive`` and
             more than one holds.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> x = lk.constant(5)
         >>> int(lk.case([(x < 3, lambda: lk.constant(0)), (x < 10, lambda: lk.constant(1))],
@@ -122,7 +123,7 @@ def switch_case(branch_index, branch_fns, default: Callable | None = None,
         default: called for an index that names no branch.
         name: accepted for TensorFlow compatibility.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> fns = [lambda: lk.constant(10), lambda: lk.constant(20)]
         >>> int(lk.switch_case(lk.constant(1), fns)), int(lk.switch_case(7, fns))
@@ -175,7 +176,7 @@ def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
     Raises:
         ValueError: ``body`` returns a different number of loop variables.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> i, total = lk.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s + i),
         ...                          [lk.constant(0), lk.constant(0)])
@@ -217,7 +218,7 @@ class TensorArray:
         clear_after_read: accepted for TensorFlow compatibility (reads never clear).
         element_shape: the elements' shape, if known in advance.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> ta = lk.TensorArray(lk.float32, size=0, dynamic_size=True)
         >>> for i in range(3):

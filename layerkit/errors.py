@@ -29,7 +29,7 @@ layerkit raises them where TensorFlow does; for example ``iterator.get_next()`` 
 the end of a dataset raises :class:`OutOfRangeError` (``next(iterator)`` raises
 ``StopIteration``, as in TensorFlow), and a missing checkpoint :class:`NotFoundError`.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> it = iter(lk.data.Dataset.range(1))
     >>> int(it.get_next())

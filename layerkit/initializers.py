@@ -5,7 +5,7 @@ An initializer is called as ``init(shape, dtype=None)`` and returns a NumPy arra
 call; without one it draws a fresh seed from ``lk.random``'s global generator on each
 call, so ``lk.random.set_seed(s)`` makes model initialisation reproducible.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> lk.initializers.GlorotUniform(seed=0)((2, 3)).shape
     (2, 3)

@@ -338,7 +338,7 @@ def poisson(y_true, y_pred) -> Tensor:
 def categorical_hinge(y_true, y_pred) -> Tensor:
     """``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)`` over the last axis.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.losses.categorical_hinge([[0.0, 1.0]], [[0.3, 0.6]]).numpy()
         array([0.7], dtype=float32)
@@ -507,7 +507,9 @@ class LossFunctionWrapper(Loss):
 
     Args:
         fn: the per-sample loss function.
-        reduction, name, dtype: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        reduction: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        name: as for :class:`Loss` (``name`` defaults to ``fn``'s).
+        dtype: as for :class:`Loss` (``name`` defaults to ``fn``'s).
         **kwargs: passed to ``fn`` on every call.
     """
 
@@ -552,7 +554,7 @@ class _BuiltinLoss(LossFunctionWrapper):
 class MeanSquaredError(_BuiltinLoss):
     """Mean of squared errors over the last axis, reduced over the batch.
 
-    Example:
+    Examples:
         >>> round(float(MeanSquaredError()([[0., 1.], [0., 0.]], [[1., 1.], [1., 0.]])), 4)
         0.5
     """
@@ -617,7 +619,7 @@ class BinaryCrossentropy(_BuiltinLoss):
         label_smoothing: labels become ``y * (1 - s) + 0.5 * s``.
         axis: the axis averaged over (default -1).
 
-    Example:
+    Examples:
         >>> bce = BinaryCrossentropy(from_logits=True)
         >>> round(float(bce([[0, 1], [0, 0]], [[-18.6, 0.51], [2.94, -12.8]])), 4)
         0.8655
@@ -639,7 +641,7 @@ class CategoricalCrossentropy(_BuiltinLoss):
         label_smoothing: labels become ``y * (1 - s) + s / num_classes``.
         axis: the class axis (default -1).
 
-    Example:
+    Examples:
         >>> round(float(CategoricalCrossentropy()([[0, 1, 0], [0, 0, 1]],
         ...                                       [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769
@@ -665,7 +667,7 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
     Raises:
         ValueError: label shape mismatch or a label out of range.
 
-    Example:
+    Examples:
         >>> round(float(SparseCategoricalCrossentropy()([1, 2],
         ...                                             [[0.05, 0.95, 0], [0.1, 0.8, 0.1]])), 4)
         1.1769
@@ -745,7 +747,7 @@ class CategoricalHinge(_BuiltinLoss):
     """Categorical hinge loss ``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)``
     for one-hot labels.
 
-    Example:
+    Examples:
         >>> round(float(CategoricalHinge()([[0.0, 1.0]], [[0.3, 0.6]])), 4)
         0.7
     """
@@ -759,7 +761,7 @@ class CosineSimilarity(_BuiltinLoss):
     """The negated cosine similarity of ``y_true`` and ``y_pred`` along ``axis`` (-1 is a
     perfect match), as Keras's ``losses.CosineSimilarity``.
 
-    Example:
+    Examples:
         >>> round(float(CosineSimilarity()([[0.0, 1.0]], [[0.0, 2.0]])), 4)
         -1.0
     """

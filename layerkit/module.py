@@ -98,7 +98,7 @@ class Module:
     Raises:
         ValueError: ``name`` is not a valid Python identifier.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> class Dense(lk.Module):
         ...     def __init__(self, n_in, n_out, name=None):
@@ -180,7 +180,7 @@ class Module:
     def with_name_scope(cls, method):
         """Decorator: run ``method`` inside the module's :attr:`name_scope`.
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> class M(lk.Module):
             ...     @lk.Module.with_name_scope

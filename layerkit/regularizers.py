@@ -1,6 +1,6 @@
 """Weight regularizers: penalties added to a layer's ``losses`` (Keras classes and names).
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> float(lk.regularizers.L2(0.5)(lk.constant([1.0, 2.0])))
     2.5

@@ -4,7 +4,7 @@
 :mod:`layerkit.checkpoint`); ``list_variables``, ``load_variable`` and
 ``load_checkpoint`` read a saved checkpoint without building the objects.
 
-Example:
+Examples:
     >>> import tempfile, layerkit as lk
     >>> d = tempfile.mkdtemp()
     >>> path = lk.train.Checkpoint(v=lk.Variable([1.0, 2.0])).save(d + "/ckpt")

@@ -80,7 +80,7 @@ def remove_stale_temps(directory, target) -> list[str]:
     """
     directory = os.fspath(directory)
     match = target.__eq__ if isinstance(target, str) else target
-    removed = []
+    removed: list = []
     if not distribution.writes_files():
         return removed
     try:
@@ -130,7 +130,7 @@ class AtomicFile:
         path: the absolute target path.
         tmp: the temporary file's path.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> p = os.path.join(tempfile.mkdtemp(), "out.bin")
         >>> with AtomicFile(p) as f:

@@ -74,7 +74,7 @@ def executing_eagerly() -> bool:
     """False while an ``lk.function`` is being traced, True otherwise (TensorFlow's
     ``tf.executing_eagerly``; a traced function's Python body runs only while tracing).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.executing_eagerly()
         True
@@ -109,7 +109,7 @@ class name_scope:
     Raises:
         ValueError: ``name`` is not a string.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> with lk.name_scope("outer"):
         ...     with lk.name_scope("inner") as scope:
@@ -167,7 +167,7 @@ def init_scope() -> Iterator[None]:
     the traced function (the place to create Variables or read configuration). Name
     scopes stay as they are.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> x = lk.constant(3.0)
         >>> with lk.GradientTape() as tape:

@@ -38,7 +38,7 @@ class DType:
     attribute), it equals and hashes like the NumPy dtype, and it has TensorFlow's
     properties.
 
-    Example:
+    Examples:
         >>> import layerkit as lk, numpy as np
         >>> lk.float32
         lk.float32
@@ -141,8 +141,8 @@ class DType:
             info = np.finfo(self.dtype)
             return self.dtype.type(info.max if i else info.min)
         if kind in "iu":
-            info = np.iinfo(self.dtype)
-            return int(info.max if i else info.min)
+            iinfo = np.iinfo(self.dtype)
+            return int(iinfo.max if i else iinfo.min)
         raise TypeError(f"Cannot find {what} value of {self} with type {self}.")
 
     def is_compatible_with(self, other) -> builtins.bool:
@@ -223,7 +223,7 @@ def as_dtype(type_value) -> DType:
         TypeError: the value names no dtype, or one NumPy has no type for (``bfloat16``,
             ``string``).
 
-    Example:
+    Examples:
         >>> import layerkit as lk, numpy as np
         >>> lk.dtypes.as_dtype(np.float64) is lk.float64
         True

@@ -92,7 +92,7 @@ def python_call(fn: Callable, inputs: Sequence = (), *, name: str = "python_call
     Returns:
         A tuple of Tensors, one per array ``fn`` returned.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> seen = []
         >>> f = lk.function(lambda x: python_call(lambda a: seen.append(a.sum()), [x]))

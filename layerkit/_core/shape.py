@@ -44,7 +44,7 @@ class TensorShape:
         TypeError: a dimension is not an int or None.
         ValueError: a dimension is negative (``-1`` means unknown, as in TF's protos).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> s = lk.TensorShape([None, 3])
         >>> s.rank, s[1], s.as_list(), s.is_compatible_with([8, 3])

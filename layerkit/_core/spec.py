@@ -36,7 +36,7 @@ class TensorSpec:
             of any length.
         name: an optional name, shown in signatures.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> spec = lk.TensorSpec([None, 3], "float32")
         >>> spec.is_compatible_with(lk.zeros((5, 3)))

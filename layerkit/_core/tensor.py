@@ -17,6 +17,8 @@ A Tensor's array lives in one slot, reachable under two names:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 
@@ -27,7 +29,7 @@ class Tensor:
     the arithmetic, comparison and indexing operators; arithmetic and indexing are
     differentiable under a :class:`layerkit.GradientTape`.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.constant([[4.0]])
         Tensor([[4.]], shape=(1, 1), dtype=float32)
@@ -41,6 +43,11 @@ class Tensor:
 
     # (``_rv`` is the ``_v`` slot under a second name: see the module docstring; it is
     # attached after the class body, where the slot descriptor exists.)
+    _v: np.ndarray
+    _rv: np.ndarray
+
+    if TYPE_CHECKING:  # installed at import by layerkit.primitives.methods, with the operators
+        def __getitem__(self, index: Any) -> Tensor: ...
 
     def __init__(self, value) -> None:
         if isinstance(value, Tensor):

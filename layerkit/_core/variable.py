@@ -184,7 +184,7 @@ class Variable(Tensor):
             assign to the variable after each update (``lk.constraints``; layers set it
             from ``add_weight(constraint=...)``).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> v = lk.Variable([1.0, 2.0], name="v")
         >>> _ = v.assign_add([1.0, 1.0])

@@ -50,7 +50,7 @@ def value_and_gradients_function(f: Callable, params: Sequence[int] | None = Non
 def gradients_function(f: Callable, params: Sequence[int] | None = None) -> Callable:
     """Return ``g(*args)`` giving a list with the gradient of ``f`` for each argument.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> grad = lk.gradients_function(lambda x: x * x)
         >>> grad(3.0)

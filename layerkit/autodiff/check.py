@@ -54,7 +54,8 @@ def check_grads(f: Callable, args: Sequence, order: int = 2, eps: float = 1e-6,
         args: the point; converted to float64 arrays.
         order: 1 checks first derivatives; 2 (default) also second; 3 third.
         eps: finite-difference step.
-        rtol, atol: tolerances on the directional derivative.
+        rtol: tolerances on the directional derivative.
+        atol: tolerances on the directional derivative.
         seed: seed for the random directions and output weights.
         argnums: which arguments to differentiate (default: all float ones).
 

@@ -53,7 +53,7 @@ def custom_gradient(f: Callable) -> Callable:
     ``(input_grads, variable_grads)``. A ``grad_fn`` written with lk ops is itself
     differentiable, so higher-order gradients work.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> @lk.custom_gradient
         ... def log1pexp(x):
@@ -117,7 +117,7 @@ def _check(name: str, what: str, grads: list, expected: tuple) -> list:
             f"custom_gradient function '{name}': grad_fn returned {len(grads)} {what} "
             f"gradient(s), expected {len(expected)} (one per {what})"
         )
-    out = []
+    out: list = []
     for i, (g, x) in enumerate(zip(grads, expected)):
         if g is None:
             out.append(None)

@@ -93,7 +93,7 @@ class GradientTape:
         persistent: allow more than one :meth:`gradient` call.
         watch_accessed_variables: watch trainable Variables read in the block.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> x = lk.constant(3.0)
         >>> with lk.GradientTape() as tape:

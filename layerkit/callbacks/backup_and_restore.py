@@ -47,7 +47,7 @@ class BackupAndRestore(Callback):
         ValueError: an empty ``backup_dir`` or a ``save_freq`` that is neither ``'epoch'``
             nor a positive int.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> backup = lk.callbacks.BackupAndRestore("backup", save_freq=100)
 

@@ -19,7 +19,7 @@ class Callback:
         params: ``{'epochs', 'steps', 'verbose'}`` (plus ``'mode'``: ``'train'``,
             ``'evaluate'`` or ``'predict'``), set by :meth:`set_params`.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> class Stop(lk.callbacks.Callback):
         ...     def on_train_batch_end(self, batch, logs=None):

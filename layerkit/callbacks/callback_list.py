@@ -27,7 +27,7 @@ class CallbackList(Callback):
         model: the model, given to every callback with ``set_model``.
         **params: given to every callback with ``set_params`` (when not empty).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> seen = []
         >>> cbs = lk.callbacks.CallbackList(

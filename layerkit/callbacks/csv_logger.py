@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import os
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ class CSVLogger(Callback):
         append: append to an existing file (the header is written only if it is empty)
             instead of overwriting it.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> logger = lk.callbacks.CSVLogger("training.csv", separator=";")
     """
@@ -41,10 +42,10 @@ class CSVLogger(Callback):
         self.sep = separator
         self.filename = os.fspath(filename)
         self.append = append
-        self.writer = None
-        self.keys = None
+        self.writer: Any = None      # a csv.DictWriter while training
+        self.keys: list | None = None
         self.append_header = True
-        self.csv_file = None
+        self.csv_file: Any = None    # the open file while training
 
     def on_train_begin(self, logs=None) -> None:
         if self.append:

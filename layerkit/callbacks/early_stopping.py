@@ -25,7 +25,7 @@ class EarlyStopping(MonitorCallback):
         stopped_epoch: the epoch (0-based) at which training stopped, 0 if it did not.
         best_epoch: the epoch of the best value.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> stop = lk.callbacks.EarlyStopping(monitor="loss", patience=3)
     """

@@ -11,8 +11,13 @@ class LambdaCallback(Callback):
     the begin/end hooks of train/test/predict as ``fn(logs)``.
 
     Args:
-        on_epoch_begin, on_epoch_end, on_train_begin, on_train_end, on_train_batch_begin,
-        on_train_batch_end: the functions (positional in this order, as in Keras).
+        on_epoch_begin: the function called at ``epoch_begin`` (these six are
+            positional in this order, as in Keras).
+        on_epoch_end: the function called at ``epoch_end``.
+        on_train_begin: the function called at ``train_begin``.
+        on_train_end: the function called at ``train_end``.
+        on_train_batch_begin: the function called at ``train_batch_begin``.
+        on_train_batch_end: the function called at ``train_batch_end``.
         **kwargs: any other hook by name (``on_batch_end``, ``on_test_end``,
             ``on_predict_batch_end``, ...).
 
@@ -20,7 +25,7 @@ class LambdaCallback(Callback):
         ValueError: a keyword that is not a hook name (Keras would set it as an attribute
             and never call it; a misspelt hook is an error here).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> ends = []
         >>> cb = lk.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: ends.append(epoch))

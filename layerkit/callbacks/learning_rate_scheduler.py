@@ -31,7 +31,7 @@ class LearningRateScheduler(Callback):
         TypeError: (during fit) the optimizer was created with a ``LearningRateSchedule``,
             whose rate cannot be set (as in Keras).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> cb = lk.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.9)
     """

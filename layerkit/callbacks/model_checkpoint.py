@@ -41,7 +41,7 @@ class ModelCheckpoint(MonitorCallback):
         ValueError: a ``save_freq`` that is neither ``'epoch'`` nor a positive int, or
             ``save_weights_only=True`` with a ``.keras`` path.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> ckpt = lk.callbacks.ModelCheckpoint("ckpt/best.weights.h5", monitor="val_loss",
         ...                                     save_best_only=True, save_weights_only=True)

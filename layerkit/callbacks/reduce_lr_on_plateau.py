@@ -32,7 +32,7 @@ class ReduceLROnPlateau(MonitorCallback):
         TypeError: (during fit, at a reduction) the optimizer was created with a
             ``LearningRateSchedule``, whose rate cannot be set (as in Keras).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> reduce_lr = lk.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.2,
         ...                                            patience=5, min_lr=0.001)

@@ -62,13 +62,14 @@ class TensorBoard(Callback):
         update_freq: ``'epoch'``, ``'batch'`` (= 1) or an int N: write batch-level
             metrics every N batches.
         profile_batch: must be 0 (profiling needs TensorFlow or JAX, as in Keras).
-        embeddings_freq, embeddings_metadata: not supported (0 / None).
+        embeddings_freq: not supported (0 / None).
+        embeddings_metadata: not supported (0 / None).
 
     Raises:
         ValueError: an invalid ``update_freq`` or ``histogram_freq``, or profiling.
         NotImplementedError: ``write_images`` or ``embeddings_freq``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> tb = lk.callbacks.TensorBoard(log_dir="logs")  # doctest: +SKIP
         >>> model.fit(x, y, epochs=3, callbacks=[tb])  # doctest: +SKIP

@@ -17,7 +17,7 @@ class TerminateOnNaN(Callback):
         super().__init__()
         self.raise_error = raise_error
         self._epoch = 0
-        self.stopped_step = None
+        self.stopped_step: int | None = None
 
     def on_epoch_begin(self, epoch, logs=None) -> None:
         self._epoch = epoch

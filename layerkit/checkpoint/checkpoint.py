@@ -338,7 +338,7 @@ class GlobalRNG:
     after the restore: weights created after it take their restored values without
     running their initializers, so they draw nothing from the restored generator.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> ckpt = lk.Checkpoint(rng=GlobalRNG())   # usually with model=..., optimizer=...
         >>> ckpt
@@ -373,7 +373,7 @@ class Checkpoint:
         save_counter: an int64 Variable counting :meth:`save` calls; saved and restored
             with the checkpoint, so numbering continues after a restore.
 
-    Example:
+    Examples:
         >>> import os, tempfile, layerkit as lk
         >>> v = lk.Variable([1.0, 2.0])
         >>> ckpt = lk.Checkpoint(v=v)     # usually model=..., optimizer=..., rng=GlobalRNG()

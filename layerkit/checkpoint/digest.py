@@ -75,7 +75,7 @@ class Grid64:
         self._done = n != BLOCK
         full = n - n % _ROW
         if full:
-            words = block[:full].view("<u8").reshape(-1, _ROW_WORDS)
+            words: np.ndarray = block[:full].view("<u8").reshape(-1, _ROW_WORDS)
             self._rows.append(np.add.reduce(words, axis=1))
             self._lanes += np.add.reduce(words, axis=0)
         if n != full:   # the partial last row, zero-padded (at most 8 KiB copied)

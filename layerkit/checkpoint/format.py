@@ -288,7 +288,7 @@ class CheckpointReader:
         CheckpointError: the path is a directory, not a layerkit checkpoint, truncated,
             or its header or manifest is corrupted.
 
-    Example:
+    Examples:
         >>> import os, tempfile, layerkit as lk
         >>> ckpt = lk.Checkpoint(v=lk.Variable([1.0, 2.0]))
         >>> reader = CheckpointReader(ckpt.save(os.path.join(tempfile.mkdtemp(), "ckpt")))

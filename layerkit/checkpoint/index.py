@@ -208,7 +208,7 @@ def latest_checkpoint(directory) -> str | None:
     Raises:
         CheckpointError: the directory's index file is not a checkpoint index.
 
-    Example:
+    Examples:
         >>> import tempfile, layerkit as lk
         >>> d = tempfile.mkdtemp()
         >>> print(lk.latest_checkpoint(d))

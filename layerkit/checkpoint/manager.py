@@ -35,7 +35,7 @@ class CheckpointManager:
             per this many hours of saving, as in TensorFlow.
         checkpoint_name: the file prefix inside ``directory``.
 
-    Example:
+    Examples:
         >>> import os, tempfile, layerkit as lk
         >>> ckpt = lk.Checkpoint(v=lk.Variable([1.0, 2.0]))
         >>> manager = lk.CheckpointManager(ckpt, tempfile.mkdtemp(), max_to_keep=3)
@@ -109,7 +109,10 @@ class CheckpointManager:
             checkpoint_number: the number in the file name (an int, or a Variable/Tensor
                 such as ``optimizer.iterations``); default the checkpoint's save counter.
                 The save counter is incremented either way.
-            check_interval, options: accepted for TensorFlow compatibility; layerkit's
+            check_interval: accepted for TensorFlow compatibility; layerkit's
+                manager has no save interval and one local file format, so they change
+                nothing.
+            options: accepted for TensorFlow compatibility; layerkit's
                 manager has no save interval and one local file format, so they change
                 nothing.
 
@@ -136,7 +139,8 @@ class CheckpointManager:
         return latest
 
     def _sweep(self, managed: list) -> tuple:
-        last_preserved, doomed = self._last_preserved, []
+        last_preserved = self._last_preserved
+        doomed: list = []
         if self._max_to_keep is None:
             return managed, doomed, last_preserved
         managed = list(managed)

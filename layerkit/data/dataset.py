@@ -156,7 +156,7 @@ class Iterator(itertools.chain):
             ``mode`` ("inline" or "thread"), ``buffer_size`` and ``autotuned``
             (``buffer_size=AUTOTUNE``).
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> it = iter(lk.data.Dataset.range(100).map(lambda x: x + 1,
             ...                                          num_parallel_calls=lk.data.AUTOTUNE))
@@ -212,7 +212,7 @@ class Dataset:
     ``for`` loop) is a fresh pass. Elements are ``lk.Tensor`` or nested tuples/dicts of
     them; element order matches ``tf.data`` for every deterministic transformation.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> ds = lk.data.Dataset.range(10).map(lambda x: x * 2).batch(4)
         >>> [b.numpy().tolist() for b in ds]
@@ -235,7 +235,7 @@ class Dataset:
     def as_numpy_iterator(self):
         """Iterate with NumPy values: arrays, NumPy scalars for 0-d tensors, bytes for strings.
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> list(lk.data.Dataset.range(3).as_numpy_iterator())
             [np.int64(0), np.int64(1), np.int64(2)]
@@ -286,7 +286,7 @@ class Dataset:
             tensors: an array/Tensor/nested list, or a tuple/dict (nested) of them, all with
                 the same first dimension. A list is one tensor, as in tf.data.
 
-        Example:
+        Examples:
             >>> import layerkit as lk, numpy as np
             >>> ds = lk.data.Dataset.from_tensor_slices((np.arange(6).reshape(3, 2), [7, 8, 9]))
             >>> x, y = next(iter(ds)); (x.numpy().tolist(), int(y))
@@ -323,7 +323,8 @@ class Dataset:
             output_signature: nested :class:`TensorSpec` structure; elements are converted
                 to its dtypes and checked against its shapes. Without it, elements are
                 converted as they come.
-            output_types, output_shapes: the older form of ``output_signature``.
+            output_types: the older form of ``output_signature``.
+            output_shapes: the older form of ``output_signature``.
             args: a tuple of arguments for ``generator``.
 
         Iterator state counts the elements produced; restoring calls the generator again
@@ -614,7 +615,7 @@ class Dataset:
         Returns:
             The final state (Tensors).
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> zero = lk.constant(0, lk.int64)  # range() gives int64; a Python 0 is int32
             >>> int(lk.data.Dataset.range(5).reduce(zero, lambda s, x: s + x))
@@ -666,7 +667,7 @@ class Dataset:
             stride: step between the input elements of one window.
             drop_remainder: drop the windows at the end that have fewer than ``size``.
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> ds = lk.data.Dataset.range(5).window(3, shift=1, drop_remainder=True)
             >>> [b.numpy().tolist() for b in ds.flat_map(lambda w: w.batch(3))]
@@ -678,7 +679,7 @@ class Dataset:
         """Thread a state through the elements: ``scan_func(state, element)`` returns
         ``(new_state, output_element)``; the outputs are the elements.
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> zero = lk.constant(0, lk.int64)  # the state keeps range()'s int64
             >>> ds = lk.data.Dataset.range(4).scan(zero, lambda s, x: (s + x, s + x))
@@ -797,7 +798,7 @@ class Dataset:
         """Element ``k`` comes from ``datasets[c_k]``, ``c_k`` the k-th element of
         ``choice_dataset`` (int64 scalars).
 
-        Example:
+        Examples:
             >>> import layerkit as lk
             >>> a, b = lk.data.Dataset.range(0, 3), lk.data.Dataset.range(10, 13)
             >>> choice = lk.data.Dataset.from_tensor_slices(lk.constant([0, 1, 1, 0], lk.int64))

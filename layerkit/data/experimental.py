@@ -124,15 +124,35 @@ def make_csv_dataset(file_pattern, batch_size: int, column_names=None, column_de
     Args:
         file_pattern: a glob pattern, a file, or a list of them.
         batch_size: rows per batch (the last batch may be smaller).
-        column_names, select_columns, header, field_delim: the CSV layout (names replace
+        column_names: the CSV layout (names replace
+            the header; ``select_columns`` keeps only those columns, names or indices).
+        select_columns: the CSV layout (names replace
+            the header; ``select_columns`` keeps only those columns, names or indices).
+        header: the CSV layout (names replace
+            the header; ``select_columns`` keeps only those columns, names or indices).
+        field_delim: the CSV layout (names replace
             the header; ``select_columns`` keeps only those columns, names or indices).
         column_defaults: one entry per (selected) column: a value used for empty fields
             (its type sets the column's type) or a dtype.
         label_name: the column returned as the label.
-        num_epochs, shuffle, shuffle_buffer_size, shuffle_seed, prefetch_buffer_size: as
+        num_epochs: as
+            in TensorFlow.
+        shuffle: as
+            in TensorFlow.
+        shuffle_buffer_size: as
+            in TensorFlow.
+        shuffle_seed: as
+            in TensorFlow.
+        prefetch_buffer_size: as
             in TensorFlow.
         num_parallel_reads, sloppy, use_quote_delim, na_value, num_rows_for_inference,
-        compression_type, ignore_errors, encoding: accepted for TensorFlow compatibility;
+        compression_type: accepted for TensorFlow compatibility;
+            layerkit reads files one after another, quotes per RFC 4180, treats empty fields
+            as missing, and supports uncompressed UTF-8 files.
+        ignore_errors: accepted for TensorFlow compatibility;
+            layerkit reads files one after another, quotes per RFC 4180, treats empty fields
+            as missing, and supports uncompressed UTF-8 files.
+        encoding: accepted for TensorFlow compatibility;
             layerkit reads files one after another, quotes per RFC 4180, treats empty fields
             as missing, and supports uncompressed UTF-8 files.
 
@@ -140,7 +160,7 @@ def make_csv_dataset(file_pattern, batch_size: int, column_names=None, column_de
         ValueError: no file matches, ``label_name`` is not a column, or ``column_defaults``
             does not have one entry per column.
 
-    Example:
+    Examples:
         >>> import os, tempfile, layerkit as lk
         >>> path = os.path.join(tempfile.mkdtemp(), "iris.csv")
         >>> _ = open(path, "w").write("len,width,species\\n5.1,3.5,0\\n4.9,3.0,1\\n")

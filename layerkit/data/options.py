@@ -108,7 +108,7 @@ class DistributeOptions(_OptionsBase):
 class Options(_OptionsBase):
     """Dataset options, as ``tf.data.Options``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> opts = lk.data.Options()
         >>> opts.deterministic = False

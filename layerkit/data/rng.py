@@ -80,7 +80,7 @@ def element_rng() -> np.random.Generator:
     Raises:
         RuntimeError: when called outside a mapped function.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> import layerkit.data
         >>> def jitter(x):

@@ -11,7 +11,8 @@ import numpy as np
 from layerkit._core import distribution
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.tensor import Tensor
-from layerkit.primitives import cast, reduce_sum
+from layerkit.primitives.elementwise import cast
+from layerkit.primitives.reduce import reduce_sum
 
 __all__ = ["compute_average_loss", "scale_regularization_loss"]
 
@@ -44,7 +45,7 @@ def compute_average_loss(per_example_loss, sample_weight=None,
         TypeError: a global batch size that is not an int.
         RuntimeError: the default batch size asked for in a cross-replica context.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> float(lk.nn.compute_average_loss([1.0, 2.0, 3.0], global_batch_size=6))
         1.0

@@ -40,7 +40,7 @@ def from_dlpack(x, *, device=None, copy: bool | None = None) -> Tensor:
             equivalent (e.g. bfloat16).
         BufferError: the data is not on the CPU, or ``copy=False`` cannot be honoured.
 
-    Example:
+    Examples:
         >>> import numpy as np, layerkit as lk
         >>> a = np.arange(3.0)
         >>> t = lk.from_dlpack(a)

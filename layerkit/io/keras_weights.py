@@ -171,7 +171,7 @@ def keras_weight_groups(model) -> dict:
         stored at ``<group path>/vars/0``, ``vars/1``, ... (the root is ``""``). Layers
         without weights are included with an empty list.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> m = lk.Sequential([lk.Input((3,)), lk.layers.Dense(2), lk.layers.Dense(1)])
         >>> sorted(p for p, (_, vs) in keras_weight_groups(m).items() if vs)
@@ -380,7 +380,7 @@ def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
         ValueError: not a Keras 3 file, or weights that do not match (see
             :func:`assign_keras_weights`).
 
-    Example:
+    Examples:
         >>> model.load_weights("model.weights.h5")  # doctest: +SKIP
     """
     path = os.fspath(filepath)

@@ -67,7 +67,7 @@ def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> str:
         TypeError: a name or metadata entry is not a string, or a dtype the format
             cannot store.
 
-    Example:
+    Examples:
         >>> import os, tempfile, layerkit as lk
         >>> p = os.path.join(tempfile.mkdtemp(), "t.safetensors")
         >>> _ = lk.io.save_safetensors({"w": lk.ones((2, 3))}, p)

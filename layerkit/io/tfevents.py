@@ -184,7 +184,7 @@ class EventFileWriter:
             directory.
         filename_suffix: the end of the file's name (TensorFlow's default ``.v2``).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> w = EventFileWriter(tempfile.mkdtemp())
         >>> w.add_scalar("loss", 0.5, step=1)

@@ -6,7 +6,7 @@ import layers`` or ``from tensorflow.keras.layers import Dense``; after renaming
 is the layerkit module of the same name (``lk.keras.layers is lk.layers``), registered in
 ``sys.modules`` so that ``from layerkit.keras.layers import Dense`` imports it too.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> from layerkit.keras.layers import Dense
     >>> Dense is lk.keras.layers.Dense is lk.layers.Dense

@@ -1,7 +1,7 @@
 """``lk.keras.activations``: Keras's activation functions by name, with ``get``,
 ``serialize`` and ``deserialize``.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> lk.keras.activations.get("relu") is lk.keras.activations.relu
     True

@@ -1,7 +1,7 @@
 """``lk.keras.backend``: Keras 3's global settings (``floatx``, ``epsilon``,
 ``image_data_format``), ``clear_session`` and the backend's name.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> lk.keras.backend.floatx(), lk.keras.backend.image_data_format()
     ('float32', 'channels_last')

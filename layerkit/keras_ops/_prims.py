@@ -145,7 +145,7 @@ def moveaxis_from_end(x: Tensor, axis: int) -> Tensor:
 
 # ---- gather / scatter along an axis (a pair closed under differentiation) -------------
 def _along_index(idx: np.ndarray, axis: int) -> tuple:
-    grids = list(np.indices(idx.shape, sparse=True))
+    grids: list = list(np.indices(idx.shape, sparse=True))
     grids[axis] = idx
     return tuple(grids)
 

@@ -30,10 +30,12 @@ def convert_to_tensor(x, dtype=None, sparse=None, ragged=None) -> Tensor:
     Args:
         x: a Tensor, Variable, NumPy array, Python scalar or nested list.
         dtype: optional target dtype ("float32", "int32", ...).
-        sparse, ragged: accepted for compatibility; layerkit tensors are dense, so a
+        sparse: accepted for compatibility; layerkit tensors are dense, so a
+            true value raises ``ValueError``.
+        ragged: accepted for compatibility; layerkit tensors are dense, so a
             true value raises ``ValueError``.
 
-    Example:
+    Examples:
         >>> from layerkit import keras_ops as ops
         >>> ops.convert_to_tensor([1, 2]).dtype
         dtype('int32')

@@ -17,7 +17,7 @@ _TOKEN = re.compile(r"\(|\)|[A-Za-z_][A-Za-z0-9_]*|1")
 def _groups(side: str, who: str) -> list:
     """``"b (h w) c"`` -> ``[["b"], ["h", "w"], ["c"]]`` ("1" is an empty group)."""
     out: list = []
-    cur = None
+    cur: list | None = None
     rest = _TOKEN.sub(" ", side)
     if rest.strip():
         raise ValueError(f"keras_ops.{who}: cannot parse {side!r} (ellipsis and other "

@@ -687,7 +687,8 @@ def ctc_loss(target, output, target_length, output_length, mask_index: int = 0) 
         target: ``(batch, max_label_length)`` integer labels (padding ignored past
             ``target_length``).
         output: ``(batch, max_time, num_classes)`` logits.
-        target_length, output_length: ``(batch,)`` valid lengths.
+        target_length: ``(batch,)`` valid lengths.
+        output_length: ``(batch,)`` valid lengths.
         mask_index: the blank class.
 
     Returns:

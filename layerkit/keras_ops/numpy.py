@@ -61,7 +61,10 @@ def _kw_axis(axis):
 def _named(name: str, fn: Callable, doc: str, args: str = "x") -> Callable:
     """``fn`` named ``name`` with a docstring (the factories below make many ops)."""
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{doc}.\n\nArgs:\n    {args}: the input{'s' if ',' in args else ''}.\n"
+    names = args.split(", ")
+    what = ["the input"] if len(names) == 1 else ["the first input", "the second input"]
+    lines = "".join(f"    {a}: {w}.\n" for a, w in zip(names, what))
+    fn.__doc__ = f"{doc}.\n\nArgs:\n{lines}"
     return fn
 
 

@@ -1,6 +1,6 @@
 """Keras-compatible layers: the ``Layer`` base class and the built-in layers.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> layer = lk.layers.Dense(3, activation="relu")
     >>> layer(lk.ones((2, 4))).shape

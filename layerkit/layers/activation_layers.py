@@ -46,7 +46,7 @@ class ReLU(_Elementwise):
         negative_slope: slope below the threshold (>= 0, default 0).
         threshold: the threshold (>= 0, default 0).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.ReLU(max_value=1.0)(lk.constant([-1.0, 0.5, 3.0])).numpy()
         array([0. , 0.5, 1. ], dtype=float32)
@@ -103,7 +103,8 @@ class PReLU(_Elementwise):
 
     Args:
         alpha_initializer: default ``'Zeros'``.
-        alpha_regularizer, alpha_constraint: optional.
+        alpha_regularizer: optional.
+        alpha_constraint: optional.
         shared_axes: axes (counting the batch as 0) along which ``alpha`` is shared,
             e.g. ``[1, 2]`` for one slope per channel of ``(batch, h, w, c)`` images.
 
@@ -176,7 +177,7 @@ class Softmax(_Elementwise):
     probability 0 and the others share 1, as in Keras 3 (a row masked entirely gives
     zeros).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> y = lk.layers.Softmax()(lk.constant([[1.0, 1.0, 5.0]]), mask=[[1, 1, 0]])
         >>> y.numpy()

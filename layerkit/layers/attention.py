@@ -69,8 +69,12 @@ class MultiHeadAttention(Layer):
         dropout: dropout rate on the attention scores (training only).
         use_bias: whether the projections have biases.
         output_shape: last dimension of the output (default: the query's).
-        kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
-        kernel_constraint, bias_constraint: as for ``Dense``.
+        kernel_initializer: as for ``Dense``.
+        bias_initializer: as for ``Dense``.
+        kernel_regularizer: as for ``Dense``.
+        bias_regularizer: as for ``Dense``.
+        kernel_constraint: as for ``Dense``.
+        bias_constraint: as for ``Dense``.
 
     Call arguments: ``query`` (B, T, dim), ``value`` (B, S, dim_v), ``key`` (B, S, dim_k;
     default ``value``), ``value_mask``/``key_mask`` (B, S) (default: the inputs' Keras
@@ -81,7 +85,7 @@ class MultiHeadAttention(Layer):
     key kernel/bias, value kernel (dim_v, heads, value_dim)/bias, output kernel
     (heads, value_dim, out_dim) and bias (out_dim,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> mha = lk.layers.MultiHeadAttention(num_heads=2, key_dim=4)
         >>> mha(lk.ones((1, 3, 8)), lk.ones((1, 5, 8))).shape
@@ -262,7 +266,7 @@ class Attention(SeededLayer):
     Weights: ``scale`` () with ``use_scale``, then ``concat_score_weight`` () for
     ``'concat'``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Attention()([lk.ones((2, 3, 4)), lk.ones((2, 5, 4))]).shape
         (2, 3, 4)
@@ -355,7 +359,7 @@ class AdditiveAttention(Attention):
 
     Weights: ``scale`` (dim,) with ``use_scale``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.AdditiveAttention()([lk.ones((2, 3, 4)), lk.ones((2, 5, 4))]).shape
         (2, 3, 4)

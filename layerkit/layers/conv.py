@@ -296,18 +296,25 @@ class Conv2D(_ConvND):
 
     Args:
         filters: number of output channels.
-        kernel_size, strides, dilation_rate: int or pair (``strides > 1`` together with
+        kernel_size: int or pair (``strides > 1`` together with
+            ``dilation_rate > 1`` is an error, as in Keras).
+        strides: int or pair (``strides > 1`` together with
+            ``dilation_rate > 1`` is an error, as in Keras).
+        dilation_rate: int or pair (``strides > 1`` together with
             ``dilation_rate > 1`` is an error, as in Keras).
         padding: ``'valid'`` (default) or ``'same'`` (TensorFlow's split).
         data_format: ``'channels_last'`` (default, NHWC) or ``'channels_first'`` (NCHW).
         groups: split the channels into this many groups convolved separately (channels
             and ``filters`` must be multiples of it).
-        activation, use_bias, initializers, regularizers, constraints: as for ``Dense``.
+        activation: as for ``Dense``.
+        use_bias: as for ``Dense``.
+        **kwargs: ``kernel_initializer``, ``bias_initializer``, their regularizers and
+            constraints as for ``Dense``; then the base ``Layer`` arguments.
 
     Input shape: ``(batch, h, w, channels)``. Output shape: ``(batch, h', w', filters)``.
     Weights: ``kernel`` (kh, kw, channels / groups, filters), ``bias`` (filters,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Conv2D(8, 3, padding="same")(lk.ones((1, 5, 5, 2))).shape
         (1, 5, 5, 8)
@@ -321,7 +328,9 @@ class Conv2DTranspose(_ConvTranspose):
 
     Args:
         filters: number of output channels.
-        kernel_size, strides, dilation_rate: int or pair.
+        kernel_size: int or pair.
+        strides: int or pair.
+        dilation_rate: int or pair.
         padding: ``'valid'`` or ``'same'``.
         output_padding: optional int or pair: extra rows/columns on one side of the output
             (each less than its stride).

@@ -21,17 +21,22 @@ class Conv1D(_ConvND):
 
     Args:
         filters: number of output channels.
-        kernel_size, strides, dilation_rate: int or 1-tuple.
+        kernel_size: int or 1-tuple.
+        strides: int or 1-tuple.
+        dilation_rate: int or 1-tuple.
         padding: ``'valid'`` (default), ``'same'`` or ``'causal'`` (``(k - 1) * dilation``
             zeros before the sequence, none after: output ``t`` sees inputs ``<= t``).
         data_format: ``'channels_last'`` (default, ``(batch, steps, channels)``) or
             ``'channels_first'``.
         groups: channel groups convolved separately.
-        activation, use_bias, initializers, regularizers, constraints: as for ``Dense``.
+        activation: as for ``Dense``.
+        use_bias: as for ``Dense``.
+        **kwargs: ``kernel_initializer``, ``bias_initializer``, their regularizers and
+            constraints as for ``Dense``; then the base ``Layer`` arguments.
 
     Weights: ``kernel`` (k, channels / groups, filters), ``bias`` (filters,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Conv1D(4, 3, padding="causal")(lk.ones((2, 7, 3))).shape
         (2, 7, 4)
@@ -48,7 +53,7 @@ class Conv3D(_ConvND):
     ``strides`` and ``dilation_rate``.
     Weights: ``kernel`` (kd, kh, kw, channels / groups, filters), ``bias`` (filters,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Conv3D(2, 3)(lk.ones((1, 4, 5, 6, 1))).shape
         (1, 2, 3, 4, 2)
@@ -62,7 +67,9 @@ class Conv1DTranspose(_ConvTranspose):
 
     Args:
         filters: number of output channels.
-        kernel_size, strides, dilation_rate: int or 1-tuple.
+        kernel_size: int or 1-tuple.
+        strides: int or 1-tuple.
+        dilation_rate: int or 1-tuple.
         padding: ``'valid'`` or ``'same'``.
         output_padding: optional extra steps at the end of the output (< stride).
 
@@ -163,7 +170,9 @@ class SeparableConv1D(_SeparableConv):
 
     Args:
         filters: output channels of the pointwise step.
-        kernel_size, strides, dilation_rate: of the depthwise step (int or 1-tuple).
+        kernel_size: of the depthwise step (int or 1-tuple).
+        strides: of the depthwise step (int or 1-tuple).
+        dilation_rate: of the depthwise step (int or 1-tuple).
         padding: ``'valid'`` or ``'same'`` (of the depthwise step).
         depth_multiplier: depthwise filters per input channel.
 
@@ -181,7 +190,7 @@ class SeparableConv2D(_SeparableConv):
     Weights: ``depthwise_kernel`` (kh, kw, channels, depth_multiplier), ``pointwise_kernel``
     (1, 1, channels * depth_multiplier, filters), ``bias`` (filters,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.SeparableConv2D(4, 3, padding="same")(lk.ones((1, 5, 5, 2))).shape
         (1, 5, 5, 4)

@@ -73,14 +73,17 @@ class Dense(Layer):
         units: output size.
         activation: a name (``'relu'``) or callable; None is linear.
         use_bias: whether to add a bias.
-        kernel_initializer, bias_initializer: initializers or names.
-        kernel_regularizer, bias_regularizer: optional weight penalties.
-        kernel_constraint, bias_constraint: optional constraints.
+        kernel_initializer: initializers or names.
+        bias_initializer: initializers or names.
+        kernel_regularizer: optional weight penalties.
+        bias_regularizer: optional weight penalties.
+        kernel_constraint: optional constraints.
+        bias_constraint: optional constraints.
 
     Input shape: ``(batch, ..., input_dim)``. Output shape: ``(batch, ..., units)``.
     Weights: ``kernel`` (input_dim, units), ``bias`` (units,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Dense(4)(lk.ones((2, 3))).shape
         (2, 4)
@@ -131,7 +134,7 @@ class Dense(Layer):
 class Activation(Layer):
     """Applies an activation function (a Keras name or a callable).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Activation("relu")(lk.constant([-1.0, 2.0])).numpy()
         array([0., 2.], dtype=float32)
@@ -258,7 +261,8 @@ class Embedding(Layer):
         input_dim: vocabulary size.
         output_dim: embedding size.
         embeddings_initializer: default ``'uniform'`` (in ±0.05), like Keras.
-        embeddings_regularizer, embeddings_constraint: optional.
+        embeddings_regularizer: optional.
+        embeddings_constraint: optional.
         mask_zero: whether index 0 is padding: the output then carries the mask
             ``inputs != 0`` (Keras masking), so RNNs skip padded steps and losses and
             metrics leave them out. ``input_dim`` must leave room for index 0.
@@ -373,7 +377,7 @@ class Lambda(Layer):
     ``from_config`` finds it in ``custom_objects`` (or layerkit's own functions) and
     raises ``ValueError`` for a Python lambda (Keras refuses those by default too).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Lambda(lambda x, k: x * k, arguments={"k": 3.0})(lk.ones((1, 2))).numpy()
         array([[3., 3.]], dtype=float32)
@@ -460,7 +464,8 @@ class InputLayer(Layer):
         dtype: the input dtype (default float32).
         batch_shape: the full shape including the batch axis (instead of ``shape``).
         input_tensor: optional symbolic tensor (from ``lk.Input``) to use.
-        sparse, ragged: unsupported; must be None or False.
+        sparse: unsupported; must be None or False.
+        ragged: unsupported; must be None or False.
         optional: accepted for Keras compatibility.
         name: default ``input_layer``, ``input_layer_1``, ...
 

@@ -7,7 +7,8 @@ class InputSpec:
 
     Args:
         ndim: exact rank, or None.
-        min_ndim, max_ndim: rank bounds, or None.
+        min_ndim: rank bounds, or None.
+        max_ndim: rank bounds, or None.
         axes: ``{axis: size}`` fixed sizes (negative axes count from the end).
         dtype: required dtype kind, ``'float'`` or ``'int'``, or None.
         allow_last_axis_squeeze: unused; accepted for Keras compatibility.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -200,11 +201,12 @@ class Layer(Tracked):
         name: unique name; by default the snake_case class name (``dense``, ``dense_1``).
         trainable: whether the layer's weights are trained.
         dtype: the dtype of weights and computations (float inputs are cast to it).
-        input_shape / batch_input_shape / input_dim: optional, for the first layer of a
-            ``Sequential`` model (Keras compatibility).
-        activity_regularizer: optional callable on the output, added to ``losses``.
+        **kwargs: ``input_shape``, ``batch_input_shape`` or ``input_dim`` (optional, for
+            the first layer of a ``Sequential`` model, as Keras) and
+            ``activity_regularizer`` (an optional callable on the output, added to
+            ``losses``).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> class Scale(lk.layers.Layer):
         ...     def build(self, input_shape):
@@ -215,7 +217,16 @@ class Layer(Tracked):
         (2, 3)
     """
 
-    input_spec = None
+    # Instance attributes that __init__ writes through ``__dict__`` (declared for type checkers).
+    _dtype: Any
+    _batch_input_shape: tuple | None
+    _losses: list
+    _eager_losses: list
+    _regularizers: list
+    _loss_gen: int
+    activity_regularizer: Any
+
+    input_spec: Any = None   # an InputSpec (or a list of them) set by subclasses
     # Whether compute_mask gives the output masks (Keras: True when the class overrides
     # compute_mask; many built-in layers set it too). Otherwise input masks stop here.
     supports_masking = False

@@ -29,7 +29,7 @@ class Masking(Layer):
     Args:
         mask_value: the padding value (default 0.0).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> y = lk.layers.Masking()(lk.constant([[[1.0], [0.0], [2.0]]]))
         >>> y._keras_mask.numpy()

@@ -101,7 +101,7 @@ class _Merge(Layer):
 class Add(_Merge):
     """Elementwise sum of a list of tensors.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Add()([lk.ones((2, 3)), lk.ones((2, 3))]).numpy()[0]
         array([2., 2., 2.], dtype=float32)
@@ -237,7 +237,7 @@ class Dot(_Merge):
     Output shape: ``x``'s shape without its ``axes[0]``, then ``y``'s without the batch
     axis and ``axes[1]``; ``(batch, 1)`` for two ``(batch, dim)`` inputs.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Dot(axes=1)([lk.ones((2, 3)), lk.ones((2, 3))]).numpy()
         array([[3.],

@@ -101,7 +101,9 @@ class BatchNormalization(_Norm):
         axis: the feature axis (default -1).
         momentum: moving-average momentum (default 0.99).
         epsilon: added to the variance (default 1e-3).
-        center, scale: whether to learn ``beta`` / ``gamma``.
+        **kwargs: ``center``, ``scale`` and the ``beta``/``gamma`` initializers,
+            regularizers and constraints as :class:`LayerNormalization`; then the base
+            ``Layer`` arguments.
 
     Weights (Keras order): ``gamma``, ``beta`` (trainable), ``moving_mean``,
     ``moving_variance`` (non-trainable), each of shape (features,).
@@ -150,11 +152,12 @@ class LayerNormalization(_Norm):
     Args:
         axis: int or tuple of axes to normalize over.
         epsilon: added to the variance (default 1e-3, as Keras).
-        center, scale: whether to learn ``beta`` / ``gamma``.
+        center: whether to learn ``beta`` / ``gamma``.
+        scale: whether to learn ``beta`` / ``gamma``.
 
     Weights: ``gamma``, ``beta`` with the shape of the normalized axes.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> y = lk.layers.LayerNormalization()(lk.constant([[1.0, 3.0]]))
         >>> [round(float(v), 4) for v in y.numpy()[0]]
@@ -187,12 +190,13 @@ class GroupNormalization(_Norm):
         groups: number of groups (default 32), a divisor of the channel count, or -1.
         axis: the channel axis (default -1).
         epsilon: added to the variance (default 1e-3).
-        center, scale, beta/gamma initializers, regularizers, constraints: as
-            :class:`LayerNormalization`.
+        **kwargs: ``center``, ``scale`` and the ``beta``/``gamma`` initializers,
+            regularizers and constraints as :class:`LayerNormalization`; then the base
+            ``Layer`` arguments.
 
     Weights: ``gamma``, ``beta`` of shape (channels,).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.GroupNormalization(groups=2)(lk.ones((1, 5, 4))).shape
         (1, 5, 4)
@@ -252,7 +256,7 @@ class UnitNormalization(Layer):
     Args:
         axis: an int or a list of axes (default -1).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.UnitNormalization()(lk.constant([[3.0, 4.0]])).numpy()
         array([[0.6, 0.8]], dtype=float32)

@@ -61,7 +61,7 @@ class MaxPooling1D(_Pool):
     ``steps' = (steps - pool) // stride + 1`` ('valid') or ``ceil(steps / stride)``
     ('same').
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.MaxPooling1D()(lk.ones((1, 5, 3))).shape
         (1, 2, 3)
@@ -80,7 +80,7 @@ class MaxPooling2D(_Pool):
     Input shape: ``(batch, h, w, c)``. Output shape: ``(batch, h', w', c)``; for
     ``'valid'``, ``h' = (h - pool_h) // stride_h + 1``; for ``'same'``, ``ceil(h / stride_h)``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.MaxPooling2D()(lk.ones((1, 4, 4, 3))).shape
         (1, 2, 2, 3)
@@ -168,7 +168,7 @@ class GlobalAveragePooling1D(_GlobalPool):
     ``call(inputs, mask=None)``: a ``(batch, steps)`` mask excludes the steps where it is
     False/0 from the mean, as Keras (an all-masked sample gives NaN, as in Keras).
 
-    Example:
+    Examples:
         >>> import numpy as np, layerkit as lk
         >>> x = np.array([[[1.0], [3.0], [100.0]]])
         >>> lk.layers.GlobalAveragePooling1D()(x, mask=np.array([[1, 1, 0]])).numpy()

@@ -69,11 +69,13 @@ class RNN(Layer):
     ``Embedding(mask_zero=True)`` or ``Masking``: a masked step leaves the states
     unchanged and repeats the previous output), ``training``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.RNN(lk.layers.SimpleRNNCell(4))(lk.ones((2, 5, 3))).shape
         (2, 4)
     """
+
+    states: list | None  # a stateful layer's state variables (set with object.__setattr__)
 
     supports_masking = True
 
@@ -320,7 +322,7 @@ class LSTM(_CellRNN):
     training, the whole sequence is one fused record each way (forward and BPTT in
     NumPy, the input projection of all steps one GEMM); otherwise the step loop runs.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> out, h, c = lk.layers.LSTM(8, return_state=True)(lk.ones((2, 5, 3)))
         >>> out.shape, c.shape
@@ -478,7 +480,7 @@ class TimeDistributed(Layer):
     Args:
         layer: the layer to apply (its weights are shared by all steps).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.TimeDistributed(lk.layers.Dense(4))(lk.ones((2, 5, 3))).shape
         (2, 5, 4)

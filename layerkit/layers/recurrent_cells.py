@@ -303,7 +303,7 @@ class StackedRNNCells(Layer):
 
     Weights: each cell's, in order (Keras).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> cells = [lk.layers.SimpleRNNCell(4), lk.layers.LSTMCell(3)]
         >>> out, s1, s2 = lk.layers.RNN(cells, return_state=True)(lk.ones((2, 5, 6)))

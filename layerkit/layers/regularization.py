@@ -108,7 +108,7 @@ class GaussianNoise(_Noise):
         stddev: the noise's standard deviation, in [0, 1].
         seed: optional int for a reproducible stream of its own.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> layer = lk.layers.GaussianNoise(0.1)
         >>> bool((layer(lk.ones((2, 3))) == 1.0).numpy().all())   # inference: identity
@@ -207,7 +207,8 @@ class ActivityRegularization(Layer):
     the batch size, as every activity regularizer) to ``losses``.
 
     Args:
-        l1, l2: the penalty factors.
+        l1: the penalty factors.
+        l2: the penalty factors.
     """
 
     supports_masking = True

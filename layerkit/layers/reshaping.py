@@ -14,7 +14,7 @@ class RepeatVector(Layer):
     Args:
         n: the number of repetitions (a positive int).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.RepeatVector(3)(lk.ones((2, 4))).shape
         (2, 3, 4)
@@ -45,7 +45,7 @@ class Permute(Layer):
     Args:
         dims: e.g. ``(2, 1)`` swaps the two axes of ``(batch, a, b)`` inputs.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Permute((2, 1))(lk.ones((2, 3, 5))).shape
         (2, 5, 3)

@@ -79,7 +79,7 @@ class _UpSampling(_Spatial):
 class UpSampling1D(Layer):
     """Repeats each step ``size`` times: ``(batch, steps, c) -> (batch, steps * size, c)``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.UpSampling1D(2)(lk.constant([[[1.0], [2.0]]])).numpy()[0, :, 0]
         array([1., 1., 2., 2.], dtype=float32)
@@ -169,7 +169,7 @@ class _ZeroPadding(_Pairs):
 class ZeroPadding1D(_ZeroPadding):
     """Zeros before and after the steps: ``padding`` is an int or (before, after).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.ZeroPadding1D((1, 2))(lk.ones((1, 3, 2))).shape
         (1, 6, 2)
@@ -217,7 +217,7 @@ class _Cropping(_Pairs):
 class Cropping1D(_Cropping):
     """Removes steps from the start and end: ``cropping`` is an int or (start, end).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Cropping1D((1, 2))(lk.ones((1, 6, 2))).shape
         (1, 3, 2)

@@ -72,6 +72,15 @@ class Tracked(Module):
     and ``name`` in ``__dict__`` (set by ``Layer.__init__``).
     """
 
+    # Instance attributes Layer.__init__ writes through ``__dict__`` (for type checkers).
+    _tracked: dict
+    _trainable_vars: list
+    _non_trainable_vars: list
+    _var_names: dict
+    _trainable: bool
+    _building: bool
+    built: bool
+
     def __setattr__(self, name: str, value) -> None:
         d = self.__dict__
         tracked = d.get("_tracked")

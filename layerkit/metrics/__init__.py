@@ -196,6 +196,7 @@ def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
     yt, yp = _shape_of(y_true), _shape_of(y_pred)
     loss_name = getattr(loss, "name", loss) if loss is not None else ""
     loss_name = loss_name if isinstance(loss_name, str) else ""
+    cls: type[Metric]
     if (yp and yp[-1] == 1) or "binary" in loss_name:
         cls = BinaryAccuracy
     elif len(yt) < len(yp) or (yt and yt[-1] == 1 and yp and yp[-1] > 1) or \

@@ -90,7 +90,7 @@ sparse_top_k_categorical_accuracy = _public(_sparse_top_k_categorical_accuracy,
 class Accuracy(MeanMetricWrapper):
     """How often predictions equal labels exactly.
 
-    Example:
+    Examples:
         >>> m = Accuracy()
         >>> m.update_state([[1], [2], [3], [4]], [[0], [2], [3], [4]])
         >>> float(m.result())
@@ -107,7 +107,7 @@ class Accuracy(MeanMetricWrapper):
 class BinaryAccuracy(MeanMetricWrapper):
     """How often ``y_pred > threshold`` matches the binary labels.
 
-    Example:
+    Examples:
         >>> m = BinaryAccuracy()
         >>> m.update_state([[1], [1], [0], [0]], [[0.98], [1], [0], [0.6]])
         >>> float(m.result())
@@ -131,7 +131,7 @@ class CategoricalAccuracy(MeanMetricWrapper):
 class SparseCategoricalAccuracy(MeanMetricWrapper):
     """How often the argmax of the predictions equals the integer labels.
 
-    Example:
+    Examples:
         >>> m = SparseCategoricalAccuracy()
         >>> m.update_state([[2], [1]], [[0.1, 0.6, 0.3], [0.05, 0.95, 0]])
         >>> float(m.result())

@@ -124,7 +124,7 @@ class TruePositives(_ConditionCount):
         name: the metric name.
         dtype: the result dtype.
 
-    Example:
+    Examples:
         >>> m = TruePositives()
         >>> m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
         >>> float(m.result())
@@ -138,7 +138,7 @@ class FalsePositives(_ConditionCount):
     """The weighted number of negatives predicted positive. Arguments as
     :class:`TruePositives`.
 
-    Example:
+    Examples:
         >>> m = FalsePositives()
         >>> m.update_state([0, 1, 0, 0], [0, 0, 1, 1], sample_weight=[0, 0, 1, 0])
         >>> float(m.result())
@@ -152,7 +152,7 @@ class TrueNegatives(_ConditionCount):
     """The weighted number of negatives predicted negative. Arguments as
     :class:`TruePositives`.
 
-    Example:
+    Examples:
         >>> m = TrueNegatives()
         >>> m.update_state([0, 1, 0, 0], [1, 1, 0, 0])
         >>> float(m.result())
@@ -166,7 +166,7 @@ class FalseNegatives(_ConditionCount):
     """The weighted number of positives predicted negative. Arguments as
     :class:`TruePositives`.
 
-    Example:
+    Examples:
         >>> m = FalseNegatives(thresholds=[0.2, 0.9])
         >>> m.update_state([0, 1, 1, 1], [0, 0.5, 0.3, 1])
         >>> m.result().numpy()
@@ -214,7 +214,7 @@ class Precision(_PrecisionRecall):
         top_k: only the ``k`` highest predictions per sample count as positive.
         class_id: compute the binary metric for this class column only.
 
-    Example:
+    Examples:
         >>> m = Precision()
         >>> m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
         >>> round(float(m.result()), 4)
@@ -233,7 +233,7 @@ class Recall(_PrecisionRecall):
 
     Arguments as for :class:`Precision`.
 
-    Example:
+    Examples:
         >>> m = Recall()
         >>> m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
         >>> round(float(m.result()), 4)
@@ -314,7 +314,7 @@ class SensitivityAtSpecificity(SensitivitySpecificityBase):
     """The best sensitivity ``tp / (tp + fn)`` among thresholds whose specificity
     ``tn / (tn + fp)`` is at least ``specificity``.
 
-    Example:
+    Examples:
         >>> m = SensitivityAtSpecificity(0.5)
         >>> m.update_state([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8])
         >>> float(m.result())
@@ -340,7 +340,7 @@ class SensitivityAtSpecificity(SensitivitySpecificityBase):
 class SpecificityAtSensitivity(SensitivitySpecificityBase):
     """The best specificity among thresholds whose sensitivity is at least ``sensitivity``.
 
-    Example:
+    Examples:
         >>> m = SpecificityAtSensitivity(0.5)
         >>> m.update_state([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8])
         >>> round(float(m.result()), 4)
@@ -366,7 +366,7 @@ class SpecificityAtSensitivity(SensitivitySpecificityBase):
 class PrecisionAtRecall(SensitivitySpecificityBase):
     """The best precision among thresholds whose recall is at least ``recall``.
 
-    Example:
+    Examples:
         >>> m = PrecisionAtRecall(0.5)
         >>> m.update_state([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8])
         >>> float(m.result())
@@ -392,7 +392,7 @@ class PrecisionAtRecall(SensitivitySpecificityBase):
 class RecallAtPrecision(SensitivitySpecificityBase):
     """The best recall among thresholds whose precision is at least ``precision``.
 
-    Example:
+    Examples:
         >>> m = RecallAtPrecision(0.8)
         >>> m.update_state([0, 0, 1, 1], [0, 0.5, 0.3, 0.9])
         >>> float(m.result())
@@ -434,7 +434,7 @@ class AUC(Metric):
         label_weights: weights for averaging label AUCs (multi_label only).
         from_logits: apply a sigmoid to the predictions first.
 
-    Example:
+    Examples:
         >>> m = AUC(num_thresholds=3)
         >>> m.update_state([0, 0, 1, 1], [0, 0.5, 0.3, 0.9])
         >>> round(float(m.result()), 4)

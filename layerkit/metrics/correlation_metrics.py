@@ -18,7 +18,7 @@ def _pair(y_true, y_pred) -> tuple:
 def pearson_correlation(y_true, y_pred, axis: int = -1) -> np.ndarray:
     """Pearson's correlation of ``y_true`` and ``y_pred`` along ``axis``.
 
-    Example:
+    Examples:
         >>> float(pearson_correlation([1.0, 2.0, 3.0], [2.0, 4.0, 7.0]))
         0.9933992...
     """
@@ -37,7 +37,7 @@ def concordance_correlation(y_true, y_pred, axis: int = -1) -> np.ndarray:
     var(y_pred) + (mean(y_true) - mean(y_pred))**2 + eps))``; note that Keras centres
     ``y_true`` on the mean of ``y_pred`` in the covariance term, and so does this.
 
-    Example:
+    Examples:
         >>> round(float(concordance_correlation([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])), 4)
         1.0
     """
@@ -58,7 +58,7 @@ class PearsonCorrelation(MeanMetricWrapper):
         dtype: the result dtype.
         axis: the axis along which the correlation is taken (default -1).
 
-    Example:
+    Examples:
         >>> m = PearsonCorrelation()
         >>> m.update_state([[1.0, 2.0, 3.0], [1.0, 0.0, 1.0]], [[2.0, 4.0, 7.0], [0.0, 1.0, 0.0]])
         >>> round(float(m.result()), 4)

@@ -29,7 +29,7 @@ class FBetaScore(Metric):
     Raises:
         ValueError: a bad ``average``, ``beta`` or ``threshold``, or inputs that are not 2-D.
 
-    Example:
+    Examples:
         >>> m = FBetaScore(beta=2.0, threshold=0.5)
         >>> m.update_state(np.array([[1, 1, 1], [1, 0, 0], [1, 1, 0]]),
         ...                np.array([[0.2, 0.6, 0.7], [0.2, 0.6, 0.6], [0.6, 0.8, 0.0]]))
@@ -119,7 +119,7 @@ class FBetaScore(Metric):
 class F1Score(FBetaScore):
     """:class:`FBetaScore` with ``beta=1``: the harmonic mean of precision and recall.
 
-    Example:
+    Examples:
         >>> m = F1Score(threshold=0.5)
         >>> m.update_state(np.array([[1, 1, 1], [1, 0, 0], [1, 1, 0]]),
         ...                np.array([[0.2, 0.6, 0.7], [0.2, 0.6, 0.6], [0.6, 0.8, 0.0]]))

@@ -8,7 +8,7 @@ from layerkit.metrics.reduction_metrics import MeanMetricWrapper
 class Hinge(MeanMetricWrapper):
     """Mean over samples of ``mean(max(1 - y_true * y_pred, 0), axis=-1)`` (0/1 labels -> ±1).
 
-    Example:
+    Examples:
         >>> m = Hinge()
         >>> m.update_state([[0, 1], [0, 0]], [[0.6, 0.4], [0.4, 0.6]])
         >>> round(float(m.result()), 4)

@@ -93,7 +93,7 @@ class IoU(_IoUBase):
     Raises:
         ValueError: a target class id ``>= num_classes``.
 
-    Example:
+    Examples:
         >>> m = IoU(num_classes=2, target_class_ids=[0])
         >>> m.update_state([0, 0, 1, 1], [0, 1, 0, 1])
         >>> round(float(m.result()), 4)
@@ -130,7 +130,7 @@ class BinaryIoU(IoU):
         name: the metric name.
         dtype: the state dtype (int32 by default, as Keras).
 
-    Example:
+    Examples:
         >>> m = BinaryIoU(target_class_ids=[0, 1], threshold=0.3)
         >>> m.update_state([0, 1, 0, 1], [0.1, 0.2, 0.4, 0.7])
         >>> round(float(m.result()), 4)
@@ -157,7 +157,7 @@ class MeanIoU(IoU):
 
     Arguments as for :class:`IoU` without ``target_class_ids``.
 
-    Example:
+    Examples:
         >>> m = MeanIoU(num_classes=2)
         >>> m.update_state([0, 0, 1, 1], [0, 1, 0, 1])
         >>> round(float(m.result()), 4)
@@ -180,7 +180,7 @@ class MeanIoU(IoU):
 class OneHotIoU(IoU):
     """:class:`IoU` for one-hot labels (and, by default, score predictions): argmax first.
 
-    Example:
+    Examples:
         >>> m = OneHotIoU(num_classes=3, target_class_ids=[0, 2])
         >>> m.update_state(np.eye(3)[[0, 0, 1, 2]], np.eye(3)[[0, 1, 1, 2]])
         >>> round(float(m.result()), 4)
@@ -203,7 +203,7 @@ class OneHotIoU(IoU):
 class OneHotMeanIoU(MeanIoU):
     """:class:`MeanIoU` for one-hot labels (and, by default, score predictions).
 
-    Example:
+    Examples:
         >>> m = OneHotMeanIoU(num_classes=3)
         >>> m.update_state(np.eye(3)[[0, 0, 1, 2]], np.eye(3)[[0, 1, 1, 2]])
         >>> round(float(m.result()), 4)

@@ -8,7 +8,7 @@ from layerkit.metrics.reduction_metrics import MeanMetricWrapper
 class KLDivergence(MeanMetricWrapper):
     """Mean over samples of ``sum(y_true * log(y_true / y_pred), axis=-1)`` (both clipped).
 
-    Example:
+    Examples:
         >>> m = KLDivergence()
         >>> m.update_state([[0, 1], [0, 0]], [[0.6, 0.4], [0.4, 0.6]])
         >>> round(float(m.result()), 4)
@@ -22,7 +22,7 @@ class KLDivergence(MeanMetricWrapper):
 class Poisson(MeanMetricWrapper):
     """Mean over samples of ``mean(y_pred - y_true * log(y_pred + eps), axis=-1)``.
 
-    Example:
+    Examples:
         >>> m = Poisson()
         >>> m.update_state([[0, 1], [0, 0]], [[1, 1], [0, 0]])
         >>> round(float(m.result()), 4)

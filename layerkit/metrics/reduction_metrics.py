@@ -18,7 +18,7 @@ from layerkit.metrics.base_metric import (
 class Sum(Metric):
     """The (weighted) sum of the values seen.
 
-    Example:
+    Examples:
         >>> m = Sum()
         >>> m.update_state([1, 3, 5, 7])
         >>> float(m.result())
@@ -40,7 +40,7 @@ class Sum(Metric):
 class Mean(Metric):
     """The (weighted) mean of the values seen: per-sample means, averaged over samples.
 
-    Example:
+    Examples:
         >>> m = Mean()
         >>> m.update_state([1, 3, 5, 7])
         >>> float(m.result())

@@ -53,7 +53,7 @@ class MeanAbsoluteError(MeanMetricWrapper):
 class MeanAbsolutePercentageError(MeanMetricWrapper):
     """Mean over samples of ``100 * mean(|y_true - y_pred| / max(|y_true|, eps), axis=-1)``.
 
-    Example:
+    Examples:
         >>> m = MeanAbsolutePercentageError()
         >>> m.update_state([[0, 1], [0, 0]], [[1, 1], [0, 0]])
         >>> float(m.result())
@@ -86,7 +86,7 @@ def _normalize(x: np.ndarray, axis: int) -> np.ndarray:
 def cosine_similarity(y_true, y_pred, axis: int = -1) -> np.ndarray:
     """``sum(l2_normalize(y_true) * l2_normalize(y_pred), axis)`` per sample (1 is best).
 
-    Example:
+    Examples:
         >>> v = cosine_similarity(np.array([[0.0, 1.0], [1.0, 1.0]]),
         ...                       np.array([[1.0, 0.0], [2.0, 2.0]]))
         >>> np.round(v, 4)
@@ -106,7 +106,7 @@ class CosineSimilarity(MeanMetricWrapper):
         dtype: the result dtype.
         axis: the axis holding the vectors (default -1).
 
-    Example:
+    Examples:
         >>> m = CosineSimilarity()
         >>> m.update_state([[0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]])
         >>> round(float(m.result()), 4)
@@ -120,7 +120,7 @@ class CosineSimilarity(MeanMetricWrapper):
 class RootMeanSquaredError(Mean):
     """``sqrt`` of the (weighted) mean of ``(y_pred - y_true)**2`` over all entries.
 
-    Example:
+    Examples:
         >>> m = RootMeanSquaredError()
         >>> m.update_state([[0, 1], [0, 0]], [[1, 1], [0, 0]])
         >>> float(m.result())
@@ -163,7 +163,7 @@ class R2Score(Metric):
         ValueError: an unknown ``class_aggregation``, ``num_regressors < 0``, or inputs
             that are not 2-D.
 
-    Example:
+    Examples:
         >>> m = R2Score()
         >>> m.update_state([[1.0], [4.0], [3.0]], [[2.0], [4.0], [4.0]])
         >>> round(float(m.result()), 4)

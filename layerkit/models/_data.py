@@ -121,7 +121,9 @@ class ArrayFeeder:
     """Batches of in-memory arrays (nested in lists/tuples/dicts) by index.
 
     Args:
-        x, y, sample_weight: structures of arrays with the same first dimension.
+        x: structures of arrays with the same first dimension.
+        y: structures of arrays with the same first dimension.
+        sample_weight: structures of arrays with the same first dimension.
         batch_size: samples per batch (the last batch may be smaller).
         shuffle: True (a permutation per epoch), ``'batch'`` (shuffle the batch order
             only) or False.

@@ -43,7 +43,7 @@ def clone_model(model, input_tensors=None, clone_function=None, call_function=No
             input tensors that do not match the model's inputs.
         TypeError: unexpected keyword arguments.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> model = lk.Sequential([lk.Input((3,)), lk.layers.Dense(2)])
         >>> twin = lk.models.clone_model(model)

@@ -43,7 +43,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
     Raises:
         ValueError: neither or both of ``shape`` and ``batch_shape``, or unsupported args.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.Input(shape=(28, 28, 1)).shape
         (None, 28, 28, 1)
@@ -121,7 +121,8 @@ class Graph:
 
     def _toposort(self) -> list:
         known_inputs = {id(t) for t in self.flat_inputs}
-        order, state = [], {}  # state: 1 = on the stack, 2 = done
+        order: list = []
+        state: dict = {}  # state: 1 = on the stack, 2 = done
         stack = [(t, False) for t in reversed(self.flat_outputs)]
         while stack:
             t, expanded = stack.pop()

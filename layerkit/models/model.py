@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ class Model(Layer):
     Args (functional form): ``inputs``, ``outputs`` (from ``lk.Input``), ``name``.
     Args (subclass form): ``name``, ``trainable``, ``dtype`` passed to ``super().__init__``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> inputs = lk.Input(shape=(4,))
         >>> outputs = lk.layers.Dense(2)(inputs)
@@ -119,6 +120,15 @@ class Model(Layer):
         >>> model.predict(lk.ones((3, 4)), verbose=0).shape
         (3, 2)
     """
+
+    # Instance attributes written through ``__dict__`` (declared for type checkers).
+    _graph: Any
+    _implicit_build: bool
+    _step_cache: Any
+    _defer_logs: bool
+    _step_functions: dict
+    _step_functions_key: Any
+    _distribute_strategy: Any
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs.keys() & {"inputs", "outputs"}:
@@ -300,7 +310,9 @@ class Model(Layer):
             run_eagerly: run ``train_step``/``test_step``/``predict_step`` as plain Python
                 (for debugging, or steps with data-dependent Python control flow);
                 by default they run as ``lk.function`` graphs.
-            steps_per_execution, jit_compile, auto_scale_loss: accepted for compatibility.
+            steps_per_execution: accepted for compatibility.
+            jit_compile: accepted for compatibility.
+            auto_scale_loss: accepted for compatibility.
 
         Raises:
             ValueError: unknown optimizer, loss or metric names.
@@ -573,7 +585,9 @@ class Model(Layer):
             sample_weight: per-sample weights for array data.
             initial_epoch: the epoch to start from (for resuming).
             steps_per_epoch: batches per epoch (needed for an infinite dataset).
-            validation_steps, validation_batch_size, validation_freq: as in Keras.
+            validation_steps: as in Keras.
+            validation_batch_size: as in Keras.
+            validation_freq: as in Keras.
 
         Raises:
             RuntimeError: the model is not compiled.
@@ -928,7 +942,7 @@ class Model(Layer):
             ValueError: an unknown ``format``.
             NotImplementedError: ``format="tf_saved_model"``.
 
-        Example:
+        Examples:
             >>> model.export("model.onnx", format="onnx")  # doctest: +SKIP
         """
         if format == "onnx":

@@ -1,6 +1,8 @@
 """``lk.Sequential``: a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
@@ -24,13 +26,19 @@ class Sequential(Model):
         name: the model name (default ``sequential``, ``sequential_1``, ...).
         trainable: whether its weights are trained.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> model = lk.Sequential([lk.Input(shape=(8,)), lk.layers.Dense(4),
         ...                        lk.layers.Dense(1)])
         >>> model.count_params()
         41
     """
+
+    # Instance attributes written through ``__dict__`` (declared for type checkers).
+    _input_shape: tuple | None
+    _symbolic: list
+    _sym_outs: list
+    _sym_input: Any
 
     def __init__(self, layers=None, name: str | None = None, trainable: bool = True) -> None:
         super().__init__(name=name, trainable=trainable)

@@ -7,7 +7,7 @@ dynamic in the file. The ``onnx`` package is an optional extra
 (``pip install layerkit[onnx]``), imported only when exporting; running the file needs
 an ONNX runtime such as ``onnxruntime``.
 
-Example:
+Examples:
     >>> import layerkit as lk
     >>> model = lk.Sequential([lk.Input((4,)), lk.layers.Dense(2)])
     >>> lk.onnx.export(model, "model.onnx")          # doctest: +SKIP

@@ -117,7 +117,8 @@ class Builder:
         dims = tuple(dims)
         if not any(isinstance(d, Dim) for d in dims):
             return self.ints(dims)
-        parts, run = [], []
+        parts: list = []
+        run: list = []
         for d in dims:
             if isinstance(d, Dim):
                 if run:

@@ -321,7 +321,7 @@ def export(model_or_function, path, input_signature=None, opset: int = DEFAULT_O
         ValueError: no input signature can be found, or a size depends on a dynamic
             dimension in a way ONNX cannot follow (the message says which).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> model = lk.Sequential([lk.Input((4,)), lk.layers.Dense(2)])
         >>> proto = lk.onnx.export(model, "model.onnx")   # doctest: +SKIP

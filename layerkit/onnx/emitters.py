@@ -17,14 +17,17 @@ from layerkit.layers import core as _core_layers
 from layerkit.onnx._builder import INT64_MAX, INT64_MIN
 from layerkit.onnx.registry import register_onnx
 from layerkit.primitives import array as _array
+from layerkit.primitives import categorical as _cat
 from layerkit.primitives import conv as _conv
+from layerkit.primitives import conv_nd as _conv_nd
 from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import image as _image
 from layerkit.primitives import linalg as _linalg
+from layerkit.primitives import math_ops as _math
 from layerkit.primitives import nn as _nn
 from layerkit.primitives import reduce as _reduce
 from layerkit.primitives import rnn as _rnn
-
-_NCHW, _NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+from layerkit.primitives import selection as _sel
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -132,6 +135,12 @@ def emit_isnan(b, n):
     if n.in_dtypes[0].kind != "f":
         return b.add("Not", [b.add("Equal", [n.inputs[0], n.inputs[0]])])
     return b.add("IsNaN", n.inputs)
+
+
+def emit_isinf(b, n):
+    if n.in_dtypes[0].kind != "f":
+        return b.add("Not", [b.add("Equal", [n.inputs[0], n.inputs[0]])])
+    return b.add("IsInf", n.inputs)
 
 
 def emit_cast(b, n):
@@ -400,22 +409,40 @@ def emit_tensordot(b, n):
 
 
 # ---- convolutions and pools (NHWC in layerkit, NCHW in ONNX) -----------------------------------
+def _to_first(rank: int) -> list:
+    """The permutation from channels last to channels first for ``rank`` spatial axes."""
+    return [0, rank + 1] + list(range(1, rank + 1))
+
+
+def _to_last(rank: int) -> list:
+    return [0] + list(range(2, rank + 2)) + [1]
+
+
+def _kernel_oi(rank: int) -> list:
+    """The permutation from a (*K, I, O) kernel to ONNX's (O, I, *K)."""
+    return [rank + 1, rank] + list(range(rank))
+
+
 def _geometry(n) -> dict:
-    (pt, pb), (pl, pr) = n.attrs["pads"]
-    return {"strides": [int(s) for s in n.attrs["strides"]], "pads": [pt, pl, pb, pr]}
+    pads = n.attrs["pads"]
+    return {"strides": [int(s) for s in n.attrs["strides"]],
+            "pads": [int(p[0]) for p in pads] + [int(p[1]) for p in pads]}
 
 
 def _convolve(b, n, x: str, w_oihw: str, bias: str | None, group: int | None = None) -> str:
     geo = _geometry(n)
-    ins = [b.add("Transpose", [x], perm=_NCHW), w_oihw] + ([bias] if bias else [])
+    rank = len(geo["strides"])
+    ins = [b.add("Transpose", [x], perm=_to_first(rank)), w_oihw] + ([bias] if bias else [])
     y = b.add("Conv", ins, dilations=[int(d) for d in n.attrs["dilations"]], group=group,
               **geo)
-    return b.add("Transpose", [_activation(b, n, y)], perm=_NHWC)
+    return b.add("Transpose", [_activation(b, n, y)], perm=_to_last(rank))
 
 
-def emit_conv2d(b, n):
+def emit_conv(b, n):
+    """``conv2d`` and ``conv_nd`` (Conv3D): one ONNX Conv between layout transposes."""
     x, w = _inputs_as(b, n)[:2]
-    return _convolve(b, n, x, b.add("Transpose", [w], perm=[3, 2, 0, 1]), None)
+    rank = len(n.attrs["strides"])
+    return _convolve(b, n, x, b.add("Transpose", [w], perm=_kernel_oi(rank)), None)
 
 
 def emit_fused_conv2d(b, n):
@@ -432,31 +459,80 @@ def emit_depthwise_conv2d(b, n):
     return _convolve(b, n, x, w, None, group=c)
 
 
-def emit_conv2d_transpose(b, n):
-    """``conv2d_backprop_input`` (Conv2DTranspose) as ONNX ConvTranspose."""
+def emit_conv_transpose(b, n):
+    """``conv2d_backprop_input`` / ``conv_nd_backprop_input`` (the transposed convolution
+    layers) as ONNX ConvTranspose, its output padding fixed by the target size."""
     g, w = _inputs_as(b, n)
-    kh, kw = n.static_shape(1, "filter")[:2]
-    target = _fixed(n, n.dyn("input_shape")[1:3], "the spatial output size")
-    oh, ow = _fixed(n, n.in_shapes[0][1:3], "the spatial input size")
     geo = _geometry(n)
-    (sh, sw), (dh, dw) = geo["strides"], n.attrs["dilations"]
-    pt, pl, pb, pr = geo["pads"]
-    extra = [target[0] - ((oh - 1) * sh + (kh - 1) * dh + 1 - pt - pb),
-             target[1] - ((ow - 1) * sw + (kw - 1) * dw + 1 - pl - pr)]
-    y = b.add("ConvTranspose", [b.add("Transpose", [g], perm=_NCHW),
-                                b.add("Transpose", [w], perm=[3, 2, 0, 1])],
-              dilations=[int(dh), int(dw)], output_padding=extra if any(extra) else None, **geo)
-    return b.add("Transpose", [y], perm=_NHWC)
+    rank = len(geo["strides"])
+    ks = n.static_shape(1, "filter")[:rank]
+    target = _fixed(n, n.dyn("input_shape")[1:rank + 1], "the spatial output size")
+    sizes = _fixed(n, n.in_shapes[0][1:rank + 1], "the spatial input size")
+    pads, dil = geo["pads"], [int(d) for d in n.attrs["dilations"]]
+    extra = [target[i] - ((sizes[i] - 1) * geo["strides"][i] + (ks[i] - 1) * dil[i] + 1
+                          - pads[i] - pads[rank + i]) for i in range(rank)]
+    y = b.add("ConvTranspose", [b.add("Transpose", [g], perm=_to_first(rank)),
+                                b.add("Transpose", [w], perm=_kernel_oi(rank))],
+              dilations=dil, output_padding=extra if any(extra) else None, **geo)
+    return b.add("Transpose", [y], perm=_to_last(rank))
 
 
 def _pool(onnx_op: str, **extra):
     def emit(b, n):
-        x = b.add("Transpose", n.inputs, perm=_NCHW)
+        rank = len(n.attrs["ksize"])
+        x = b.add("Transpose", n.inputs, perm=_to_first(rank))
         y = b.add(onnx_op, [x], kernel_shape=[int(k) for k in n.attrs["ksize"]],
                   **_geometry(n), **extra)
-        return b.add("Transpose", [y], perm=_NHWC)
+        return b.add("Transpose", [y], perm=_to_last(rank))
     emit.__name__ = f"emit_{onnx_op.lower()}"
     return emit
+
+
+# ---- image resampling and categorical preprocessing -------------------------------------------
+def emit_resize(b, n):
+    """``resize`` (Resizing, bilinear UpSampling2D) as ONNX Resize on the channels-last
+    image. Half-pixel centres as layerkit; ``'nearest'`` takes source
+    ``floor((o + 1/2) * in / out)``, which is ``round_prefer_ceil`` of the half-pixel
+    coordinate. Antialiased downsampling (a widened kernel) is not exported."""
+    x = n.inputs[0]
+    size = [int(s) for s in n.attrs["size"]]
+    rank = len(n.in_shapes[0])
+    spatial = _fixed(n, n.in_shapes[0][1:rank - 1], "the spatial input size")
+    if n.attrs["antialias"] and any(o < i for o, i in zip(size, spatial)):
+        raise n.fail("antialiased downsampling has no ONNX Resize equivalent here")
+    method = n.attrs["method"]
+    mode = {"mode": "nearest", "nearest_mode": "round_prefer_ceil"} if method == "nearest" \
+        else {"mode": "linear"}
+    sizes = b.add("Concat", [b.add("Shape", [x], start=0, end=1), b.ints(size),
+                             b.add("Shape", [x], start=rank - 1)], axis=0)
+    return b.add("Resize", [x, "", "", sizes], coordinate_transformation_mode="half_pixel",
+                 **mode)
+
+
+def emit_bucketize(b, n):
+    """``bucketize`` as the count of boundaries not above each value (NaN counts all of
+    them, as ``np.digitize``)."""
+    dt = n.in_dtypes[0] if n.in_dtypes[0].kind == "f" else np.dtype(np.float64)
+    x = b.add("Unsqueeze", [b.cast(n.inputs[0], n.in_dtypes[0], dt), b.ints([-1])])
+    bounds = b.const(np.asarray(n.attrs["boundaries"], dt))
+    below = b.add("Not", [b.add("Less", [x, bounds])])
+    count = b.add("ReduceSum", [b.cast(below, np.bool_, np.int64), b.ints([-1])], keepdims=0)
+    return b.cast(count, np.int64, n.out_dtypes[0])
+
+
+def emit_category_encode(b, n):
+    """``category_encode`` as ONNX OneHot (summed or maxed over a sample's tokens for
+    ``'count'`` and ``'multi_hot'``). ONNX cannot raise: a token outside ``[0, depth)``
+    gives an all-zero row in the exported model where layerkit raises."""
+    x = b.cast(n.inputs[0], n.in_dtypes[0], np.int64)
+    depth, mode = int(n.attrs["depth"]), n.attrs["mode"]
+    onehot = b.add("OneHot", [x, b.ints([depth]), b.const(np.array([0, 1], np.int64))],
+                   axis=-1)
+    if mode != "one_hot":
+        axis = 1 if len(n.in_shapes[0]) > 1 else 0
+        onehot = _reduce_node(b, "ReduceSum" if mode == "count" else "ReduceMax", onehot,
+                              [axis], False)
+    return b.cast(onehot, np.int64, n.out_dtypes[0])
 
 
 # ---- recurrent sequences -----------------------------------------------------------------------
@@ -518,6 +594,10 @@ _TABLE = {
     _ew._ERF: _simple("Erf"), _ew._ABS: _simple("Abs"), _ew._SIGN: _simple("Sign"),
     _ew._FLOOR: _simple("Floor"), _ew._CEIL: _simple("Ceil"), _ew._ROUND: _simple("Round"),
     _ew._WHERE: emit_where, _ew._CAST: emit_cast, _ew._STOP_GRADIENT: emit_identity,
+    _sel._IDENTITY: emit_identity, _math._RECIPROCAL: _simple("Reciprocal"),
+    _math._ASIN: _simple("Asin"), _math._ACOS: _simple("Acos"), _math._ATAN: _simple("Atan"),
+    _math._SINH: _simple("Sinh"), _math._COSH: _simple("Cosh"), _math._ASINH: _simple("Asinh"),
+    _math._ACOSH: _simple("Acosh"), _math._ATANH: _simple("Atanh"), _math._IS_INF: emit_isinf,
     # comparisons and logic
     _ew._EQUAL: _compare("Equal"), _ew._NOT_EQUAL: _compare("Equal", negate=True),
     _ew._LESS: _compare("Less"), _ew._LESS_EQUAL: _compare("LessOrEqual"),
@@ -546,9 +626,13 @@ _TABLE = {
     _linalg._MATMUL: emit_matmul, _linalg._FUSED_MATMUL: emit_fused_matmul,
     _linalg._EINSUM: emit_einsum, _linalg._TENSORDOT: emit_tensordot,
     # convolutions and pools
-    _conv._CONV: emit_conv2d, _conv._FUSED_CONV: emit_fused_conv2d,
-    _conv._DW: emit_depthwise_conv2d, _conv._CONV_BPI: emit_conv2d_transpose,
+    _conv._CONV: emit_conv, _conv._FUSED_CONV: emit_fused_conv2d,
+    _conv._DW: emit_depthwise_conv2d, _conv._CONV_BPI: emit_conv_transpose,
+    _conv_nd._ND: emit_conv, _conv_nd._ND_BPI: emit_conv_transpose,
     _conv._MAX: _pool("MaxPool"), _conv._AVG: _pool("AveragePool", count_include_pad=0),
+    # image resampling, categorical preprocessing
+    _image._RESIZE: emit_resize, _cat._BUCKETIZE: emit_bucketize,
+    _cat._ENCODE: emit_category_encode,
     # recurrent sequences (Keras gates: LSTM i f c o -> ONNX i o f c; GRU z r h as ONNX)
     _rnn._LSTM: _recurrent("LSTM", 4, [0, 3, 1, 2]),
     _rnn._GRU: _recurrent("GRU", 3, None, linear_before_reset=1),

@@ -31,7 +31,7 @@ def register_onnx(record: Op, emitter: Callable, replace: bool = False) -> None:
         TypeError: ``record`` is not an op record or ``emitter`` is not callable.
         ValueError: ``record`` already has an emitter and ``replace`` is False.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from layerkit.onnx import register_onnx
         >>> from layerkit.primitives import reduce

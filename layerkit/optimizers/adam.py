@@ -28,7 +28,7 @@ class Adam(Optimizer):
         amsgrad: use the AMSGrad variant.
         **kwargs: ``weight_decay``, ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> v = lk.Variable([1.0])
         >>> _ = Adam(learning_rate=0.1).apply_gradients([(lk.constant([2.0]), v)])
@@ -88,7 +88,10 @@ class AdamW(Adam):
     Args:
         learning_rate: float or schedule (default 0.001).
         weight_decay: the decay coefficient (default 0.004).
-        beta_1, beta_2, epsilon, amsgrad: as in :class:`Adam`.
+        beta_1: as in :class:`Adam`.
+        beta_2: as in :class:`Adam`.
+        epsilon: as in :class:`Adam`.
+        amsgrad: as in :class:`Adam`.
         **kwargs: ``clipnorm``, ``clipvalue``, ``global_clipnorm``, ``name``.
 
     Raises:

@@ -26,7 +26,7 @@ def _step(step) -> float:
 class LearningRateSchedule:
     """Base class: subclass and override ``__call__(step)`` (and ``get_config``).
 
-    Example:
+    Examples:
         >>> class InverseTime(LearningRateSchedule):
         ...     def __init__(self, lr):
         ...         self.lr = lr
@@ -66,7 +66,7 @@ class ExponentialDecay(LearningRateSchedule):
     Raises:
         ValueError: ``decay_steps <= 0``.
 
-    Example:
+    Examples:
         >>> round(ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5)(10), 6)
         0.05
     """
@@ -110,7 +110,7 @@ class CosineDecay(LearningRateSchedule):
         warmup_target: the rate reached at the end of warmup (None: no warmup).
         warmup_steps: the warmup length in steps.
 
-    Example:
+    Examples:
         >>> round(CosineDecay(1.0, decay_steps=10)(5), 6)
         0.5
     """
@@ -157,7 +157,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
     Raises:
         ValueError: ``len(values) != len(boundaries) + 1``.
 
-    Example:
+    Examples:
         >>> s = PiecewiseConstantDecay([10, 20], [1.0, 0.5, 0.1])
         >>> s(10), s(11), s(21)
         (1.0, 0.5, 0.1)

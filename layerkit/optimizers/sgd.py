@@ -26,7 +26,7 @@ class SGD(Optimizer):
     Raises:
         ValueError: ``momentum`` outside ``[0, 1]``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> v = lk.Variable([1.0, 2.0])
         >>> _ = SGD(learning_rate=0.1).apply_gradients([(lk.constant([1.0, 1.0]), v)])

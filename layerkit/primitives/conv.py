@@ -372,6 +372,7 @@ def _padding(op: str, padding, in_hw, k_hw, strides, dilations) -> tuple:
     """Resolve SAME / VALID / explicit NHWC padding to ((top, bottom), (left, right))."""
     if isinstance(padding, str):
         mode = padding.upper()
+        pads: tuple[tuple[int, int], ...]
         if mode == "VALID":
             pads = _NO_PAD
         elif mode == "SAME":
@@ -465,7 +466,7 @@ def conv2d(input, filters, strides: IntOrInts = 1, padding: Padding = "VALID",
             wrong rank, a channel mismatch, an unknown padding, a stride or dilation < 1,
             or a window larger than the padded input.
 
-    Example:
+    Examples:
         >>> import numpy as np, layerkit as lk
         >>> x = np.ones((1, 3, 3, 1), np.float32); w = np.ones((2, 2, 1, 1), np.float32)
         >>> lk.nn.conv2d(x, w, padding="VALID").numpy()[0, :, :, 0]
@@ -521,7 +522,10 @@ def conv2d_backprop_input(input_sizes: Sequence[int], filters, out_backprop,
         input_sizes: the NHWC shape of the convolution's input.
         filters: (KH, KW, C_in, C_out) kernel.
         out_backprop: (N, OH, OW, C_out) gradient of the convolution's output.
-        strides, padding, data_format, dilations: as for :func:`conv2d`.
+        strides: as for :func:`conv2d`.
+        padding: as for :func:`conv2d`.
+        data_format: as for :func:`conv2d`.
+        dilations: as for :func:`conv2d`.
 
     Returns:
         Tensor of shape ``input_sizes``.
@@ -575,7 +579,10 @@ def conv2d_transpose(input, filters, output_shape: Sequence[int], strides: IntOr
         filters: (KH, KW, C_out, C_in) kernel, as in ``tf.nn.conv2d_transpose``.
         output_shape: (N, OH, OW, C_out); a :func:`conv2d` with these strides/padding
             must map it back to ``input``'s spatial shape.
-        strides, padding, data_format, dilations: as for :func:`conv2d`.
+        strides: as for :func:`conv2d`.
+        padding: as for :func:`conv2d`.
+        data_format: as for :func:`conv2d`.
+        dilations: as for :func:`conv2d`.
 
     Returns:
         Tensor of shape ``output_shape``.
@@ -749,7 +756,8 @@ def max_pool2d_grad_grad(orig_input, orig_output, grad, ksize: IntOrInts,
     """Gradient of :func:`max_pool2d_grad` w.r.t. its ``grad``: gather at each argmax.
 
     Args:
-        orig_input, orig_output: as for :func:`max_pool2d_grad`.
+        orig_input: as for :func:`max_pool2d_grad`.
+        orig_output: as for :func:`max_pool2d_grad`.
         grad: a tensor shaped like ``orig_input``.
 
     Returns:
@@ -777,7 +785,10 @@ def avg_pool2d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
 
     Args:
         input: (N, H, W, C) float tensor.
-        ksize, strides, padding, data_format: as for :func:`max_pool2d`.
+        ksize: as for :func:`max_pool2d`.
+        strides: as for :func:`max_pool2d`.
+        padding: as for :func:`max_pool2d`.
+        data_format: as for :func:`max_pool2d`.
 
     Returns:
         (N, OH, OW, C) tensor.

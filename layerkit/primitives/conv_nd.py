@@ -284,7 +284,7 @@ def conv1d(input, filters, stride: IntOrInts, padding: Padding, data_format: str
         ValueError: naming the op for a wrong rank, channels that do not divide into
             groups, an unknown padding or a window larger than the padded input.
 
-    Example:
+    Examples:
         >>> import numpy as np, layerkit as lk
         >>> x = np.arange(5, dtype=np.float32).reshape(1, 5, 1)
         >>> lk.nn.conv1d(x, np.ones((2, 1, 1), np.float32), 1, "VALID").numpy()[0, :, 0]
@@ -322,7 +322,8 @@ def convolution(input, filters, strides: IntOrInts | None = None, padding: Paddi
     Args:
         input: (N, *spatial, C_in) tensor.
         filters: (*kernel, C_in / groups, C_out) tensor.
-        strides, dilations: int or one per spatial axis (default 1).
+        strides: int or one per spatial axis (default 1).
+        dilations: int or one per spatial axis (default 1).
         padding: 'VALID' (default), 'SAME' or explicit pairs.
         data_format: None or the channels-last name for the rank ('NWC', 'NHWC', 'NDHWC').
 
@@ -370,7 +371,10 @@ def conv1d_transpose(input, filters, output_shape: Sequence[int], strides: IntOr
         filters: (K, C_out, C_in) kernel.
         output_shape: (N, OW, C_out); a :func:`conv1d` with these strides and padding must
             map it back to ``input``'s width.
-        strides, padding, data_format, dilations: as for :func:`conv1d`.
+        strides: as for :func:`conv1d`.
+        padding: as for :func:`conv1d`.
+        data_format: as for :func:`conv1d`.
+        dilations: as for :func:`conv1d`.
 
     Returns:
         Tensor of shape ``output_shape``.
@@ -409,7 +413,8 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides: IntOrIn
         depthwise_filter: (KH, KW, C, M) kernel (see ``depthwise_conv2d``).
         pointwise_filter: (1, 1, C * M, C_out) kernel.
         strides: of the depthwise step (int, [s], [sh, sw] or [1, sh, sw, 1]).
-        padding, dilations: of the depthwise step.
+        padding: of the depthwise step.
+        dilations: of the depthwise step.
 
     Returns:
         (N, OH, OW, C_out) tensor.
@@ -450,7 +455,7 @@ def max_pool1d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
     """Max pooling over windows of an (N, W, C) tensor (padding never wins; the gradient
     goes to each window's first maximum).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.nn.max_pool1d([[[1.0], [3.0], [2.0], [0.0]]], 2, 2, "VALID").numpy()[0, :, 0]
         array([3., 2.], dtype=float32)
@@ -471,7 +476,8 @@ def max_pool3d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
 
     Args:
         input: (N, D, H, W, C) tensor.
-        ksize, strides: int or a list of 1, 3 or 5 ints.
+        ksize: int or a list of 1, 3 or 5 ints.
+        strides: int or a list of 1, 3 or 5 ints.
         padding: 'VALID', 'SAME' or five explicit pairs.
         data_format: only 'NDHWC'.
 

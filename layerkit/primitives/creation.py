@@ -264,7 +264,8 @@ def one_hot(indices, depth: int, on_value=None, off_value=None, axis=None,
     Args:
         indices: integer tensor of any shape.
         depth: number of classes.
-        on_value, off_value: values for hits and misses (default 1 and 0).
+        on_value: values for hits and misses (default 1 and 0).
+        off_value: values for hits and misses (default 1 and 0).
         axis: where to insert the new axis (default -1, the last).
         dtype: result dtype; default the dtype of ``on_value``/``off_value`` if given,
             else float32.

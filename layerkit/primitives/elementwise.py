@@ -1143,7 +1143,7 @@ def cast(x, dtype) -> Tensor:
 def stop_gradient(x) -> Tensor:
     """Return ``x`` unchanged, but as a constant for every gradient tape.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> x = lk.constant(3.0)
         >>> with lk.GradientTape() as tape:

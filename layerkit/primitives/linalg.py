@@ -101,8 +101,10 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor
     added axis is removed from the result (transpose flags do not apply to vectors).
 
     Args:
-        a, b: tensors of rank >= 1.
-        transpose_a, transpose_b: use the transpose of the last two axes.
+        a: tensors of rank >= 1.
+        b: tensors of rank >= 1.
+        transpose_a: use the transpose of the last two axes.
+        transpose_b: use the transpose of the last two axes.
 
     Raises:
         ValueError: naming both shapes when the inner dimensions differ, the batch
@@ -254,7 +256,8 @@ def tensordot(a, b, axes) -> Tensor:
     """Contract ``a`` and ``b`` over the given axes (TF/NumPy ``tensordot``).
 
     Args:
-        a, b: tensors.
+        a: tensors.
+        b: tensors.
         axes: an int ``N`` (last ``N`` axes of ``a`` with the first ``N`` of ``b``) or a
             pair ``[axes_a, axes_b]`` of ints or equal-length lists.
 

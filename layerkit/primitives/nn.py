@@ -208,7 +208,7 @@ _RELU = Op("relu", lambda x: np.maximum(x, 0),
 def relu(features) -> Tensor:
     """Rectified linear unit ``max(features, 0)``; the gradient at 0 is 0 (as in TF).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.nn.relu([-1.0, 2.0]).numpy()
         array([0., 2.], dtype=float32)
@@ -300,7 +300,7 @@ _SOFTPLUS = Op("softplus", _softplus_fwd,
 def softplus(features) -> Tensor:
     """``log(1 + exp(features))``, computed without overflow; the gradient is sigmoid.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.nn.softplus([-1000.0, 0.0, 1000.0]).numpy().tolist()
         [0.0, 0.6931471824645996, 1000.0]
@@ -500,7 +500,7 @@ def gelu(features, approximate: bool | str = False) -> Tensor:
         TypeError: ``features`` is not a float tensor.
         ValueError: ``approximate`` is not a bool, ``'none'`` or ``'tanh'``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.nn.gelu([-1.0, 0.0, 1.0]).numpy().round(6)
         array([-0.158655,  0.      ,  0.841345], dtype=float32)

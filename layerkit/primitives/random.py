@@ -216,7 +216,7 @@ class Generator:
     Args:
         seed: an int; None draws one from the global generator.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> a = lk.random.Generator(7).normal([2])
         >>> b = lk.random.Generator(7).normal([2])
@@ -329,7 +329,7 @@ class SeedGenerator(Generator):
     Raises:
         ValueError: a ``seed`` that is not an int, or an unknown keyword (as Keras).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> gen = lk.random.SeedGenerator(seed=42)
         >>> a = lk.random.normal((2, 3), seed=gen)
@@ -467,7 +467,8 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Tensor:
 
     Args:
         shape: output shape (ints, a list, or a 1-D integer tensor).
-        mean, stddev: scalars or tensors broadcasting to ``shape``.
+        mean: scalars or tensors broadcasting to ``shape``.
+        stddev: scalars or tensors broadcasting to ``shape``.
         dtype: a float dtype (float32 by default).
         seed: None (the global generator), an int (the same values on every eager call;
             a reproducible sequence inside ``lk.function``) or a :class:`Generator`

@@ -648,7 +648,8 @@ def lstm_sequence(x, kernel, recurrent_kernel, bias=None, initial_h=None, initia
         x: (batch, time, features).
         kernel: (features, 4 * units). recurrent_kernel: (units, 4 * units).
         bias: (4 * units,) or None.
-        initial_h, initial_c: (batch, units) initial states (zeros if None).
+        initial_h: (batch, units) initial states (zeros if None).
+        initial_c: (batch, units) initial states (zeros if None).
         go_backwards: process the time steps in reverse order.
 
     Returns:

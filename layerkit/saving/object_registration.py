@@ -41,7 +41,7 @@ def register_serializable(package: str = "Custom", name: str | None = None):
     Raises:
         ValueError: a class without ``get_config``, or a ``package`` containing ``>``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> @lk.saving.register_serializable("my_package")
         ... class Twice(lk.layers.Layer):
@@ -121,7 +121,7 @@ class CustomObjectScope:
     Args:
         custom_objects: ``{name: class or function}`` (a dict, or several dicts).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> def swish2(x):
         ...     return x * lk.sigmoid(2.0 * x)

@@ -79,7 +79,7 @@ def save_model(model, filepath, overwrite: bool = True, weights_format: str = "a
         ImportError: ``weights_format="h5"`` without ``h5py``.
         NotImplementedError: a layer or model without a usable ``get_config``.
 
-    Example:
+    Examples:
         >>> import os, tempfile, layerkit as lk
         >>> model = lk.Sequential([lk.Input((3,)), lk.layers.Dense(2)])
         >>> path = model.save(os.path.join(tempfile.mkdtemp(), "m.keras"))
@@ -174,7 +174,7 @@ def load_model(filepath, custom_objects: dict | None = None, compile: bool = Tru
             an unknown class, or weights that do not match the architecture.
         ImportError: the archive's weights are HDF5 and ``h5py`` is not installed.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> model = lk.models.load_model("model.keras")  # doctest: +SKIP
     """
@@ -328,7 +328,7 @@ def model_from_json(json_string: str, custom_objects: dict | None = None):
     Raises:
         ValueError: invalid JSON, or an unknown class.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> model = lk.Sequential([lk.Input((3,)), lk.layers.Dense(2)])
         >>> again = lk.models.model_from_json(model.to_json())

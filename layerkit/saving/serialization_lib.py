@@ -216,7 +216,7 @@ def serialize_keras_object(obj):
     Raises:
         TypeError: an object that has no ``get_config`` and is none of the above.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.saving.serialize_keras_object(lk.initializers.Constant(2.0))
         {'module': 'keras.initializers', 'class_name': 'Constant', 'config': {'value': 2.0}, \
@@ -355,7 +355,7 @@ def deserialize_keras_object(config, custom_objects: dict | None = None, safe_mo
         TypeError: the config is not a dict/list/plain value, or ``from_config``
             rejected it (the message names the class).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> d = lk.saving.deserialize_keras_object(
         ...     {"module": "keras.layers", "class_name": "Dense", "config": {"units": 3},

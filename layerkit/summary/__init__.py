@@ -9,7 +9,7 @@ comes from the ``step`` argument or ``lk.summary.experimental.set_step``. Inside
 TensorBoard event files written by :mod:`layerkit.io.tfevents` as TensorFlow writes them;
 ``trace_on`` (graph and profiler traces) is not available.
 
-Example:
+Examples:
     >>> import tempfile, layerkit as lk
     >>> writer = lk.summary.create_file_writer(tempfile.mkdtemp())
     >>> with writer.as_default():

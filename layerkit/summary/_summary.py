@@ -191,7 +191,7 @@ def create_file_writer(logdir, max_queue: int | None = None, flush_millis: int |
     Raises:
         ValueError: ``logdir`` is None.
 
-    Example:
+    Examples:
         >>> import tempfile, layerkit as lk
         >>> writer = lk.summary.create_file_writer(tempfile.mkdtemp())
         >>> with writer.as_default(step=3):
@@ -243,7 +243,7 @@ def record_if(condition) -> Iterator[None]:
             evaluated at each summary call (inside ``lk.function``: a Tensor is read on
             every call of the function).
 
-    Example:
+    Examples:
         >>> import tempfile, layerkit as lk
         >>> with lk.summary.create_file_writer(tempfile.mkdtemp()).as_default(step=0):
         ...     with lk.summary.record_if(False):

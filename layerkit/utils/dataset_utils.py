@@ -131,7 +131,7 @@ def split_dataset(dataset, left_size=None, right_size=None, shuffle: bool = Fals
         ValueError: sizes out of range or leaving a split empty (Keras's rules), arrays
             of different lengths, an empty dataset.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import layerkit as lk
         >>> left, right = lk.utils.split_dataset(np.arange(10), left_size=0.8)

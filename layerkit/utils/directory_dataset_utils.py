@@ -265,9 +265,18 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     ``data_format='channels_first'``.
 
     Args:
-        directory, labels, label_mode, class_names, batch_size, shuffle, seed,
-        validation_split, subset, follow_links, format, verbose: as in
-            :func:`text_dataset_from_directory`.
+        directory: as in :func:`text_dataset_from_directory`.
+        labels: as in :func:`text_dataset_from_directory`.
+        label_mode: as in :func:`text_dataset_from_directory`.
+        class_names: as in :func:`text_dataset_from_directory`.
+        batch_size: as in :func:`text_dataset_from_directory`.
+        shuffle: as in :func:`text_dataset_from_directory`.
+        seed: as in :func:`text_dataset_from_directory`.
+        validation_split: as in :func:`text_dataset_from_directory`.
+        subset: as in :func:`text_dataset_from_directory`.
+        follow_links: as in :func:`text_dataset_from_directory`.
+        format: as in :func:`text_dataset_from_directory`.
+        verbose: as in :func:`text_dataset_from_directory`.
         color_mode: ``'rgb'``, ``'rgba'`` or ``'grayscale'`` (1 channel, ITU-R 601 luma).
         image_size: ``(height, width)`` (or one int for both).
         interpolation: ``'bilinear'`` or ``'nearest'``; Keras's other names
@@ -287,7 +296,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
         ImportError: a JPEG or GIF file without Pillow installed.
         FileNotFoundError: ``directory`` does not exist.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> train, val = lk.utils.image_dataset_from_directory(
         ...     "flowers/", image_size=(180, 180), validation_split=0.2,

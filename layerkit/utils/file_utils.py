@@ -127,7 +127,7 @@ def get_file(fname=None, origin=None, untar: bool = False, md5_hash=None, file_h
         FileNotFoundError: the file is not cached and ``origin`` is not a local file
             (layerkit downloads nothing): the message says where to put it.
 
-    Example:
+    Examples:
         >>> import layerkit as lk, pathlib, tempfile
         >>> src = pathlib.Path(tempfile.mkdtemp()) / "data.csv"
         >>> _ = src.write_text("a,b\\n1,2\\n")

@@ -184,7 +184,7 @@ def encode_png(pixels: np.ndarray, compression: int = 6) -> bytes:
     Raises:
         ValueError: not a non-empty (h, w, c) uint8 array with 1 to 4 channels.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> px = np.arange(12, dtype=np.uint8).reshape(2, 2, 3)
         >>> samples, info = decode_png(encode_png(px))
@@ -458,7 +458,7 @@ def load_img(path, color_mode: str = "rgb", target_size=None,
         TypeError: ``path`` is not path-like or a BytesIO.
         ValueError: an unknown ``color_mode`` or ``interpolation``.
 
-    Example:
+    Examples:
         >>> img = lk.utils.load_img("cat.jpg", target_size=(180, 180))  # doctest: +SKIP
         >>> x = lk.utils.img_to_array(img)[None]                         # doctest: +SKIP
     """

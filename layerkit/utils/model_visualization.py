@@ -253,8 +253,11 @@ def plot_model(model, to_file="model.png", show_shapes: bool = False, show_dtype
     Args:
         model: a built model.
         to_file: the output file.
-        show_shapes, show_dtype, show_layer_names, show_layer_activations,
-        show_trainable: which fields the boxes show.
+        show_shapes: whether the boxes show the output shapes.
+        show_dtype: whether the boxes show the dtypes.
+        show_layer_names: whether the boxes show the layer names.
+        show_layer_activations: whether the boxes show the activations.
+        show_trainable: whether the boxes show the trainable flags.
         rankdir: ``'TB'`` (top to bottom), ``'LR'``, ``'BT'`` or ``'RL'``.
         expand_nested: show the layers of nested models.
         dpi: the image resolution.
@@ -266,7 +269,7 @@ def plot_model(model, to_file="model.png", show_shapes: bool = False, show_dtype
         ValueError: the model is not built, an unknown ``rankdir``, or an unexpected
             keyword argument (as Keras).
 
-    Example:
+    Examples:
         >>> import layerkit as lk, tempfile, os
         >>> model = lk.Sequential([lk.Input((4,)), lk.layers.Dense(2, name="out")],
         ...                       name="mlp")

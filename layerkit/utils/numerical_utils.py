@@ -43,7 +43,7 @@ def to_categorical(x, num_classes: int | None = None):
         ValueError: a negative index, an index ``>= num_classes`` (Keras would wrap a
             negative one or fail with an IndexError), or non-integral float labels.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.utils.to_categorical([0, 2, 1], num_classes=3)
         array([[1., 0., 0.],
@@ -88,7 +88,7 @@ def normalize(x, axis: int = -1, order: int = 2):
     Returns:
         ``x / norm(x)`` along ``axis``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import layerkit as lk
         >>> lk.utils.normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))

@@ -65,7 +65,7 @@ class Progbar:
         ValueError: both ``stateful_metrics`` and ``stateless_metrics`` are given, or
             ``verbose`` is not 0, 1 or 2.
 
-    Example:
+    Examples:
         >>> import io
         >>> import layerkit as lk
         >>> out = io.StringIO()

@@ -23,7 +23,7 @@ def set_random_seed(seed: int) -> None:
     Raises:
         ValueError: ``seed`` is not an integer (the error type Keras raises).
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.utils.set_random_seed(42)
         >>> a = lk.random.normal([2]).numpy()

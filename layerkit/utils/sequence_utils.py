@@ -31,7 +31,7 @@ def pad_sequences(sequences, maxlen: int | None = None, dtype="int32", padding: 
             ``padding``/``truncating``, a string ``value`` with a non-string ``dtype``,
             elements of different shapes, or no sequences and no ``maxlen``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.utils.pad_sequences([[1, 2, 3], [4, 5], [6]], maxlen=2, padding="post")
         array([[2, 3],

@@ -63,7 +63,7 @@ def timeseries_dataset_from_array(data, targets, sequence_length: int, sequence_
             and messages). ``targets`` may be shorter than ``data``: windows without a
             target are left out.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> import layerkit as lk
         >>> ds = lk.utils.timeseries_dataset_from_array(

@@ -29,6 +29,12 @@ CASES = [
     ("expm1_log1p", lambda x: lk.expm1(x) + lk.log1p(lk.abs(x)), [X], [x46]),
     ("trig_erf", lambda x: lk.sin(x) + lk.cos(x) + lk.tan(x * 0.3) + lk.erf(x),
      [X], [x46]),
+    ("inverse_hyperbolic_reciprocal", lambda x: lk.math.asin(x * 0.4) + lk.math.acos(x * 0.4)
+     + lk.math.atan(x) + lk.math.sinh(x) + lk.math.cosh(x) + lk.math.asinh(x)
+     + lk.math.acosh(lk.abs(x) + 1.5) + lk.math.atanh(x * 0.3)
+     + lk.math.reciprocal(lk.abs(x) + 0.5) + lk.identity(x), [X], [x46]),
+    ("is_inf", lambda x: lk.cast(lk.math.is_inf(lk.math.reciprocal(lk.floor(x))), "float32"),
+     [X], [x46]),
     ("sign_floor_ceil_round", lambda x: lk.sign(x) + lk.floor(x * 3.0) + lk.ceil(x)
      + lk.round(x * 2.0), [X], [x46]),
     ("floordiv_mod", lambda x: lk.floordiv(x * 5.0, 1.5) + lk.mod(x * 5.0, 1.5),

@@ -478,7 +478,7 @@ def function(f=None, input_signature=None, jit: bool = True):
     Returns:
         A :class:`Function` with ``trace_count`` and :meth:`Function.get_concrete_function`.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> @lk.function
         ... def f(x):

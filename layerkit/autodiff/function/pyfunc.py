@@ -164,7 +164,7 @@ def print(*inputs, output_stream=None, summarize: int | None = 3, sep: str = " "
     Raises:
         ValueError: ``output_stream`` is none of the above.
 
-    Example:
+    Examples:
         >>> import layerkit as lk, sys
         >>> lk.print("x:", lk.range(10), output_stream=sys.stdout)
         x: [0 1 2 ... 7 8 9]
@@ -257,7 +257,7 @@ def py_function(func: Callable, inp: Sequence, Tout, name: str | None = None):
         ValueError: ``func`` returned another number of values, or a tensor of another
             dtype than ``Tout`` says.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> f = lk.function(lambda x: lk.py_function(lambda a: a * 2.0, [x], "float32"))
         >>> f(lk.constant([1.0, 2.0]))
@@ -320,7 +320,7 @@ def numpy_function(func: Callable, inp: Sequence, Tout, stateful: bool = True,
     Raises:
         ValueError: ``func`` returned another number of values or another dtype.
 
-    Example:
+    Examples:
         >>> import layerkit as lk, numpy as np
         >>> lk.numpy_function(np.sort, [lk.constant([3.0, 1.0, 2.0])], "float32")
         Tensor([1. 2. 3.], shape=(3,), dtype=float32)

@@ -117,7 +117,7 @@ class RandomFlip(_Random):
         seed: optional int (the layer's own random stream).
         data_format: ``'channels_last'`` (default) or ``'channels_first'``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> x = lk.reshape(lk.range(6.0), (1, 1, 6, 1))
         >>> lk.layers.RandomFlip("horizontal")(x, training=False).numpy().ravel()
@@ -191,7 +191,11 @@ class RandomZoom(_Geometric):
             shrinks), a negative one zooms in, as in Keras.
         width_factor: likewise for the width; None (default) keeps the aspect ratio
             (the height's factor is used).
-        fill_mode, interpolation, seed, fill_value, data_format: as :class:`RandomRotation`.
+        fill_mode: as :class:`RandomRotation`.
+        interpolation: as :class:`RandomRotation`.
+        seed: as :class:`RandomRotation`.
+        fill_value: as :class:`RandomRotation`.
+        data_format: as :class:`RandomRotation`.
     """
 
     def __init__(self, height_factor, width_factor=None, fill_mode: str = "reflect",
@@ -226,7 +230,11 @@ class RandomTranslation(_Geometric):
         height_factor: ``f`` shifts by ``[-f, f] * height`` rows, a pair ``(lo, hi)`` by
             ``[lo, hi] * height`` (values in [-1, 1]); positive moves the image down.
         width_factor: likewise for columns (positive moves right).
-        fill_mode, interpolation, seed, fill_value, data_format: as :class:`RandomRotation`.
+        fill_mode: as :class:`RandomRotation`.
+        interpolation: as :class:`RandomRotation`.
+        seed: as :class:`RandomRotation`.
+        fill_value: as :class:`RandomRotation`.
+        data_format: as :class:`RandomRotation`.
     """
 
     def __init__(self, height_factor, width_factor, fill_mode: str = "reflect",

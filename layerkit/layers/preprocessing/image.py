@@ -61,7 +61,8 @@ class Resizing(ImageLayer):
     """Resizes images to ``(height, width)``.
 
     Args:
-        height, width: the output size.
+        height: the output size.
+        width: the output size.
         interpolation: ``'bilinear'`` (default) or ``'nearest'`` (Keras 3's numbers).
         crop_to_aspect_ratio: first crop the largest centred window with the target's
             aspect ratio (no distortion).
@@ -73,7 +74,7 @@ class Resizing(ImageLayer):
 
     Integer images come back rounded and saturated to their integer dtype, as in Keras.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Resizing(2, 3)(lk.ones((1, 4, 4, 3))).shape
         (1, 2, 3, 3)
@@ -138,7 +139,7 @@ class CenterCrop(ImageLayer):
     aspect ratio and resized (bilinear), as Keras 3 does. The output is in the layer's
     float dtype.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.CenterCrop(2, 2)(lk.ones((3, 5, 1))).shape
         (2, 2, 1)

@@ -67,7 +67,9 @@ class Normalization(Layer):
     Args:
         axis: the axis or axes that keep their own statistics (default -1, the features);
             None for one mean and variance over everything.
-        mean, variance: given statistics (scalars or arrays broadcasting over the kept
+        mean: given statistics (scalars or arrays broadcasting over the kept
+            axes), or None to learn them with :meth:`adapt`.
+        variance: given statistics (scalars or arrays broadcasting over the kept
             axes), or None to learn them with :meth:`adapt`.
         invert: compute ``mean + x * sqrt(variance)`` instead.
 
@@ -75,7 +77,7 @@ class Normalization(Layer):
     non-trainable weights ``mean`` and ``variance`` (shaped like the kept axes) and
     ``count`` (an int32 scalar), in that order, as Keras 3.
 
-    Example:
+    Examples:
         >>> import numpy as np, layerkit as lk
         >>> norm = lk.layers.Normalization()
         >>> norm.adapt(np.array([[0.0, 10.0], [2.0, 30.0]]))
@@ -203,7 +205,7 @@ class Rescaling(Layer):
         scale: a scalar or an array broadcasting over the inputs (e.g. per channel).
         offset: likewise.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Rescaling(1 / 127.5, offset=-1)(lk.constant([[0, 255]])).numpy()
         array([[-1.,  1.]], dtype=float32)
@@ -254,7 +256,7 @@ class Discretization(Layer):
             :class:`CategoryEncoding`).
         sparse: must be False.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.Discretization([0.0, 1.0])(lk.constant([[-1.0, 0.0, 0.5, 2.0]])).numpy()
         array([[0, 1, 1, 2]], dtype=int32)
@@ -374,7 +376,7 @@ class CategoryEncoding(Layer):
     count_weights=None)``: with ``'count'``, per-token weights to sum instead of 1s.
     Tokens out of range raise a ``ValueError``.
 
-    Example:
+    Examples:
         >>> import layerkit as lk
         >>> lk.layers.CategoryEncoding(4)(lk.constant([[0, 3], [1, 1]])).numpy()
         array([[1., 0., 0., 1.],
