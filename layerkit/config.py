@@ -161,6 +161,9 @@ def functions_run_eagerly() -> bool:
     return context.FUNCTIONS_EAGERLY[0]
 
 
+experimental_run_functions_eagerly = run_functions_eagerly  # TF's deprecated spelling
+
+
 # ---- threads ------------------------------------------------------------------------------
 _BLAS_NAMES = {  # (set, get) function names of the BLAS libraries NumPy ships with
     "openblas": (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),

@@ -306,3 +306,7 @@ def test_run_functions_eagerly():
     finally:
         lk.config.run_functions_eagerly(False)
     assert float(f(lk.constant(5.0))) == 10.0 and calls == [None, 3.0, 4.0]
+
+
+def test_experimental_run_functions_eagerly_is_the_same_switch():
+    assert lk.config.experimental_run_functions_eagerly is lk.config.run_functions_eagerly

@@ -206,6 +206,10 @@ class Metric:
     def variables(self) -> list:
         return list(self._vars.values())
 
+    def reset_states(self) -> None:
+        """``reset_state()`` under its tf.keras 2 name (TensorFlow tutorials still call it)."""
+        self.reset_state()
+
     def reset_state(self) -> None:
         """Zero every state variable."""
         for v in self._vars.values():

@@ -167,3 +167,11 @@ def test_compiled_metrics_survive_save_and_load(tmp_path):
     assert list(after) == ["loss", "mape", "f1_score", "mean_io_u", "r2",
                            "precision_at_recall", "false_negatives"]
     assert after == pytest.approx(before, rel=1e-6)
+
+
+def test_reset_states_is_the_tf_keras_2_name_of_reset_state():
+    m = lk.metrics.Mean()
+    m.update_state([1.0, 3.0])
+    assert float(m.result()) == 2.0
+    m.reset_states()
+    assert float(m.result()) == 0.0 and float(m.count.numpy()) == 0.0
