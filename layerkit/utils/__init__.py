@@ -22,11 +22,12 @@ from layerkit.utils.image_utils import array_to_img, img_to_array, load_img, sav
 from layerkit.utils.model_visualization import plot_model
 from layerkit.utils.numerical_utils import normalize, to_categorical
 from layerkit.utils.progbar import Progbar
+from layerkit.utils.py_dataset import PyDataset
 from layerkit.utils.rng_utils import set_random_seed
 from layerkit.utils.sequence_utils import pad_sequences
 from layerkit.utils.timeseries_dataset_utils import timeseries_dataset_from_array
 
-__all__ = ["to_categorical", "normalize", "set_random_seed", "pad_sequences",
+__all__ = ["PyDataset", "to_categorical", "normalize", "set_random_seed", "pad_sequences",
            "timeseries_dataset_from_array", "split_dataset", "Progbar", "plot_model",
            "get_file", "image_dataset_from_directory", "text_dataset_from_directory",
            "load_img", "img_to_array", "array_to_img", "save_img"]
