@@ -1,14 +1,7 @@
 """Stateful metrics with Keras 3 definitions: ``update_state`` / ``result`` / ``reset_state``.
 
-Metrics are not differentiated, so they run on NumPy values: ``update_state`` accepts
-Tensors, arrays or lists and accumulates into non-trainable Variables (the metric's
-checkpointable state). ``result()`` returns a float32 Tensor.
-
-Inside ``lk.function`` (a traced train step) ``update_state``, ``result`` and
-``reset_state`` of every metric, subclasses included, each become one stateful graph
-node whose forward is the method itself on the call's arrays: the graph re-runs the
-NumPy update on every call and reads the state live, instead of freezing what the trace
-saw. Subclasses need nothing for this (``Metric.__init_subclass__`` wraps the methods).
+How metrics run on NumPy values and become graph nodes inside ``lk.function`` is
+described in :mod:`layerkit.metrics.base_metric`; each family lives in its own module.
 
 String names: ``'accuracy'``/``'acc'`` (the model resolves it to binary, categorical or
 sparse categorical accuracy from the shapes, like Keras), ``'binary_accuracy'``,

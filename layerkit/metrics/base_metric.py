@@ -6,9 +6,10 @@ checkpointable state). ``result()`` returns a float32 Tensor.
 
 Inside ``lk.function`` (a traced train step) ``update_state``, ``result`` and
 ``reset_state`` of every metric, subclasses included, each become one stateful graph
-node whose forward is the method itself on the call's arrays: the graph re-runs the
-NumPy update on every call and reads the state live, instead of freezing what the trace
-saw. Subclasses need nothing for this (``Metric.__init_subclass__`` wraps the methods).
+node (a ``python_call``, see :mod:`layerkit._core.effects`) that runs the method itself
+on the call's arrays: the graph re-runs the NumPy update on every call and reads the
+state live, instead of freezing what the trace saw. Subclasses need nothing for this
+(``Metric.__init_subclass__`` wraps the methods).
 """
 from __future__ import annotations
 
