@@ -39,7 +39,7 @@ for _sub in ("core", "einops", "image", "linalg", "math", "nn", "numpy"):
     _sys.modules[f"layerkit.ops.{_sub}"] = getattr(keras_ops, _sub)
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
-from layerkit import keras, train  # noqa: E402
+from layerkit import experimental, keras, train  # noqa: E402
 from layerkit import config, dtypes, errors  # noqa: E402
 from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
 from layerkit.config import device  # noqa: E402

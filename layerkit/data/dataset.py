@@ -43,6 +43,7 @@ from layerkit.data.node import (
     fast_sources,
     fn_note,
 )
+from layerkit.data.optional import Optional
 from layerkit.data.options import Options
 from layerkit.data.prefetch import PrefetchNode
 from layerkit.data.random_source import ChoiceNode, RandomNode
@@ -101,6 +102,14 @@ class Iterator(itertools.chain):
             return next(self)
         except StopIteration:
             raise errors.OutOfRangeError(None, None, "End of sequence") from None
+
+    def get_next_as_optional(self) -> Optional:
+        """The next element wrapped in an :class:`lk.experimental.Optional`, empty once the
+        pass is over (``tf.data`` iterators' method of the same name)."""
+        try:
+            return Optional.from_value(next(self))
+        except StopIteration:
+            return Optional.empty(self.element_spec)
 
     @property
     def element_spec(self):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from layerkit.data.dataset import Dataset
 from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN
+from layerkit.data.optional import Optional
 from layerkit.data.options import (
     AutoShardPolicy,
     DistributeOptions,
@@ -82,7 +83,8 @@ __all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Counter",
            "AutoShardPolicy", "DistributeOptions", "OptimizationOptions", "ThreadingOptions",
            "sample_from_datasets", "choose_from_datasets", "save", "load", "cardinality",
            "get_single_element", "assert_cardinality", "ignore_errors", "unique", "scan",
-           "take_while", "group_by_window", "bucket_by_sequence_length", "rejection_resample"]
+           "take_while", "group_by_window", "bucket_by_sequence_length", "rejection_resample",
+           "Optional", "get_next_as_optional"]
 
 
 def _csv_types(ds: Dataset, rows: int) -> dict:
@@ -233,3 +235,8 @@ def make_csv_dataset(file_pattern, batch_size: int, column_names=None, column_de
             return features, row[label_name]
         ds = ds.map(split)
     return ds.prefetch(prefetch_buffer_size or _AUTOTUNE)
+
+
+def get_next_as_optional(iterator) -> Optional:
+    """``iterator.get_next_as_optional()`` (TF 2's ``tf.data.experimental`` spelling)."""
+    return iterator.get_next_as_optional()
