@@ -40,10 +40,11 @@ for _sub in ("core", "einops", "image", "linalg", "math", "nn", "numpy"):
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 from layerkit import experimental, keras, train  # noqa: E402
-from layerkit import config, dtypes, errors  # noqa: E402
+from layerkit import config, debugging, dtypes, errors  # noqa: E402
 from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
 from layerkit.config import device  # noqa: E402
 from layerkit.module import Module  # noqa: E402
+from layerkit.debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank  # noqa: E402,F401
 from layerkit.control_flow import TensorArray, case, cond, switch_case, while_loop  # noqa: E402
 
 from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -14,9 +14,22 @@ stream with the same methods, also accepted as a ``seed`` (each call continues i
     >>> bool((lk.random.normal([3]).numpy() == a.numpy()).all())
     True
 """
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from layerkit._core.tensor import Tensor
 from layerkit.primitives.random import (
+    FLOATX,
     Generator,
     SeedGenerator,
+    _categorical,
+    _normal,
+    _truncated_normal,
+    _uniform,
     categorical,
     get_state,
     normal,
@@ -28,4 +41,84 @@ from layerkit.primitives.random import (
 )
 
 __all__ = ["set_seed", "get_state", "set_state", "normal", "uniform", "truncated_normal",
-           "categorical", "shuffle", "Generator", "SeedGenerator"]
+           "categorical", "shuffle", "Generator", "SeedGenerator", "stateless_normal",
+           "stateless_uniform", "stateless_truncated_normal", "stateless_categorical",
+           "split", "fold_in", "experimental"]
+
+
+# ---- stateless sampling: the values depend on the seed pair alone ----------------------
+def _pair(seed: Any, op: str) -> tuple[int, int]:
+    """A TensorFlow stateless seed (two ints: a list, tuple, array or eager Tensor)."""
+    try:
+        arr = np.asarray(seed)
+    except TypeError as e:  # a traced tensor (TracingError is a TypeError)
+        raise TypeError(f"{op}: the seed must be known when the function is traced (a "
+                        f"list of two ints or an eager tensor), received {seed!r}") from e
+    except ValueError:
+        arr = np.asarray(None)
+    if arr.shape != (2,) or arr.dtype.kind not in "iu":
+        raise ValueError(f"{op}: seed must be a shape [2] integer tensor or list (TF's "
+                         f"stateless seed), received {seed!r}")
+    return int(arr[0]) % (1 << 64), int(arr[1]) % (1 << 64)
+
+
+def _stateless_source(seed: Any, op: str) -> int:
+    # SeedSequence mixes both words, so seeds that differ in either give unrelated streams.
+    words = np.random.SeedSequence(list(_pair(seed, op))).generate_state(2, np.uint32)
+    return (int(words[0]) << 32) | int(words[1])
+
+
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=FLOATX,
+                     alg: str = "auto_select") -> Tensor:
+    """Normal samples that depend only on ``seed`` (a pair of ints), as
+    ``tf.random.stateless_normal``: the same seed gives the same values on every call,
+    eagerly and inside ``lk.function``. The values are layerkit's own, not TensorFlow's.
+
+    >>> import layerkit as lk
+    >>> a = lk.random.stateless_normal([3], seed=[1, 2])
+    >>> bool((a.numpy() == lk.random.stateless_normal([3], seed=[1, 2]).numpy()).all())
+    True
+    """
+    return _normal(_stateless_source(seed, "lk.random.stateless_normal"), shape, mean,
+                   stddev, dtype)
+
+
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=FLOATX,
+                      alg: str = "auto_select") -> Tensor:
+    """Uniform samples on ``[minval, maxval)`` that depend only on ``seed`` (see
+    :func:`stateless_normal`); ``maxval`` is required for integer dtypes."""
+    return _uniform(_stateless_source(seed, "lk.random.stateless_uniform"), shape, minval,
+                    maxval, dtype)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=FLOATX,
+                               alg: str = "auto_select") -> Tensor:
+    """Truncated normal samples (within two standard deviations) that depend only on
+    ``seed`` (see :func:`stateless_normal`)."""
+    return _truncated_normal(_stateless_source(seed, "lk.random.stateless_truncated_normal"),
+                             shape, mean, stddev, dtype)
+
+
+def stateless_categorical(logits, num_samples: int, seed, dtype=np.int64) -> Tensor:
+    """Class indices drawn from ``softmax(logits)`` that depend only on ``seed``."""
+    return _categorical(_stateless_source(seed, "lk.random.stateless_categorical"), logits,
+                        num_samples, dtype)
+
+
+def split(seed, num: int = 2) -> Tensor:
+    """``num`` new stateless seeds derived from ``seed``, as a ``(num, 2)`` int64 tensor
+    (``tf.random.split``)."""
+    a, b = _pair(seed, "lk.random.split")
+    words = np.random.SeedSequence([a, b, 0x5EED]).generate_state(2 * int(num), np.uint32)
+    return Tensor(words.astype(np.int64).reshape(int(num), 2))
+
+
+def fold_in(seed, data: int) -> Tensor:
+    """A new stateless seed from ``seed`` and an integer ``data`` (``tf.random.fold_in``)."""
+    a, b = _pair(seed, "lk.random.fold_in")
+    words = np.random.SeedSequence([a, b, int(data) % (1 << 64)]).generate_state(2, np.uint32)
+    return Tensor(words.astype(np.int64))
+
+
+experimental = SimpleNamespace(stateless_split=split, stateless_fold_in=fold_in,
+                               Generator=Generator)

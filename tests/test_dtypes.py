@@ -141,3 +141,16 @@ def test_int32_literals_fit_an_int32_input_signature():
 
     out = double(lk.constant([1, 2]))
     assert out.dtype == np.int32 and out.numpy().tolist() == [2, 4]
+
+
+def test_convert_to_tensor_dtype_hint_applies_only_to_values_without_a_dtype():
+    assert lk.convert_to_tensor([1, 2], dtype_hint=lk.float32).dtype == np.float32
+    assert lk.convert_to_tensor(3, dtype_hint="float64").dtype == np.float64
+    # a lossy hint is ignored (TF falls back to the value's own dtype)
+    assert lk.convert_to_tensor([1.5], dtype_hint=lk.int32).dtype == np.float32
+    assert lk.convert_to_tensor(True, dtype_hint=lk.float32).dtype == np.bool_
+    # arrays and tensors keep theirs
+    assert lk.convert_to_tensor(np.ones(2), dtype_hint=lk.float32).dtype == np.float64
+    t = lk.constant([1, 2])
+    assert lk.convert_to_tensor(t, dtype_hint=lk.float32) is t
+    np.testing.assert_array_equal(lk.convert_to_tensor([1, 2], dtype_hint=lk.float32), [1, 2])

@@ -135,7 +135,7 @@ def _has_explicit(value, dtype: np.dtype) -> bool:
                for v in _flat(value))
 
 
-def convert_to_tensor(value, dtype=None) -> Tensor:
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     """Return ``value`` as a Tensor (Tensors and Variables pass through unchanged; a NumPy
     array is copied, so changing it later does not change the Tensor).
 
@@ -143,7 +143,23 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
         value: a Tensor, Variable, NumPy array, Python scalar or nested list.
         dtype: optional dtype; a Tensor of another dtype raises ``TypeError`` (use
             :func:`layerkit.cast` to convert deliberately).
+        dtype_hint: the dtype to use when ``value`` has none of its own (Python numbers
+            and lists) and converts to it without loss, as TensorFlow; ignored otherwise.
+        name: accepted for TensorFlow compatibility.
     """
+    if dtype is None and dtype_hint is not None and not isinstance(
+            value, (Tensor, np.ndarray, np.generic)):
+        a = to_array(value)
+        hint = as_dtype(dtype_hint)
+        if a.dtype != hint:
+            with np.errstate(all="ignore"):
+                cand = a.astype(hint)
+            if a.dtype.kind in "iuf" and hint.kind in "iufc" and \
+                    np.array_equal(cand, a, equal_nan=hint.kind in "fc" and a.dtype.kind == "f"):
+                a = cand
+        t = _new(Tensor)
+        t._v = a
+        return t
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise TypeError(

@@ -34,7 +34,7 @@ from layerkit import (
     saving,
     utils,
 )
-from layerkit.keras import activations, backend, datasets, mixed_precision
+from layerkit.keras import activations, backend, datasets, mixed_precision, preprocessing
 from layerkit.models import Model, Sequential
 from layerkit.models.functional import Input
 
@@ -42,7 +42,7 @@ ops = keras_ops   # keras.ops
 
 __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "datasets",
            "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision", "ops",
-           "models", "optimizers", "random", "regularizers", "saving", "utils"]
+           "models", "optimizers", "preprocessing", "random", "regularizers", "saving", "utils"]
 
 _ALIASES = {"callbacks": callbacks, "constraints": constraints,
             "initializers": initializers, "layers": layers, "losses": losses,
@@ -58,4 +58,6 @@ def _register(aliases: dict) -> None:
 
 
 _register(_ALIASES)
+_register({"preprocessing.sequence": preprocessing.sequence,
+           "preprocessing.image": preprocessing.image})
 _register({f"datasets.{d}": getattr(datasets, d) for d in datasets.__all__})

@@ -3,14 +3,28 @@
 
 Examples:
     >>> import layerkit as lk
-    >>> lk.keras.activations.get("relu") is lk.keras.activations.relu
-    True
     >>> lk.keras.activations.relu(lk.constant([-1.0, 2.0])).numpy().tolist()
     [0.0, 2.0]
+    >>> lk.keras.activations.relu(lk.constant([-1.0, 8.0]), negative_slope=0.5,
+    ...                           max_value=6.0).numpy().tolist()
+    [-0.5, 6.0]
+    >>> lk.keras.activations.serialize(lk.keras.activations.relu)
+    'relu'
+
+``relu``, ``leaky_relu`` and ``elu`` take Keras's arguments (``negative_slope``,
+``max_value``, ``threshold``, ``alpha``); a layer given one of them uses the same fused
+kernel as ``activation="relu"``.
 """
 from __future__ import annotations
 
-from layerkit.layers.activations import _names, get, serialize
+from layerkit.layers.activations import (
+    _names,
+    get,
+    keras_elu,
+    keras_leaky_relu,
+    keras_relu,
+    serialize,
+)
 
 
 def deserialize(config, custom_objects: dict | None = None):
@@ -23,4 +37,5 @@ def deserialize(config, custom_objects: dict | None = None):
 
 
 globals().update(_names())
+relu, leaky_relu, elu = keras_relu, keras_leaky_relu, keras_elu
 __all__ = sorted(_names()) + ["deserialize", "get", "serialize"]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import gc
 
+from layerkit.keras import backend_legacy as _legacy
+from layerkit.keras.backend_legacy import *  # noqa: F403  (tf.keras 2's K.mean, K.sum, ...)
 from layerkit.layers import backend_config as _config
 from layerkit.layers.backend_config import epsilon, floatx, image_data_format
 
 __all__ = ["backend", "clear_session", "epsilon", "floatx", "image_data_format",
-           "is_keras_tensor", "set_epsilon", "set_floatx", "set_image_data_format"]
+           "is_keras_tensor", "set_epsilon", "set_floatx", "set_image_data_format",
+           *_legacy.__all__]
 
 
 def backend() -> str:

@@ -122,6 +122,25 @@ Convolution1DTranspose, Convolution2DTranspose, Convolution3DTranspose = (
 SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
 
 
+def _experimental_namespace():
+    """tf.keras 2.x's ``layers.experimental.preprocessing`` spelling of the preprocessing
+    layers (the same classes)."""
+    from types import ModuleType
+
+    pre = ModuleType("layerkit.layers.experimental.preprocessing",
+                     "tf.keras 2.x's spelling of the preprocessing layers.")
+    for cls in (CategoryEncoding, CenterCrop, Discretization, Normalization, RandomContrast,
+                RandomFlip, RandomRotation, RandomTranslation, RandomZoom, Rescaling,
+                Resizing):
+        setattr(pre, cls.__name__, cls)
+    exp = ModuleType("layerkit.layers.experimental", "tf.keras 2.x's layers.experimental.")
+    exp.preprocessing = pre
+    return exp
+
+
+experimental = _experimental_namespace()
+
+
 def serialize(layer: Layer) -> dict:
     """Keras's config of a layer (``{"module", "class_name", "config", ...}``), as
     ``keras.layers.serialize``; :func:`deserialize` inverts it."""
@@ -138,7 +157,7 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Layer:
     return layer_from_config(config, custom_objects)
 
 
-__all__ = ["serialize", "deserialize",
+__all__ = ["serialize", "deserialize", "experimental",
     "Layer", "InputSpec", "SymbolicTensor", "Node", "reset_uids",
     "Dense", "Activation", "Flatten", "Reshape", "Dropout", "Embedding",
     "Conv2D", "Conv2DTranspose", "DepthwiseConv2D",

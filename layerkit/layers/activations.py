@@ -32,6 +32,35 @@ def mish(x):
     return _ew.multiply(x, _ew.tanh(_nn.softplus(x)))
 
 
+def keras_relu(x, negative_slope: float = 0.0, max_value=None, threshold: float = 0.0):
+    """Keras's ``relu(x, negative_slope=0.0, max_value=None, threshold=0.0)``: ``x`` above
+    ``threshold``, ``negative_slope * (x - threshold)`` below it, capped at ``max_value``."""
+    if not negative_slope and max_value is None and not threshold:
+        return _nn.relu(x)
+    above = _ew.where(_ew.greater(x, threshold), x, 0.0) if threshold else _nn.relu(x)
+    if max_value is not None:
+        above = _ew.minimum(above, max_value)
+    if negative_slope:
+        below = _nn.relu(_ew.subtract(threshold, x)) if threshold else _nn.relu(_ew.negative(x))
+        above = _ew.subtract(above, _ew.multiply(negative_slope, below))
+    return above
+
+
+def keras_leaky_relu(x, negative_slope: float = 0.2):
+    """Keras's ``leaky_relu(x, negative_slope=0.2)``."""
+    return _nn.leaky_relu(x, alpha=negative_slope)
+
+
+def keras_elu(x, alpha: float = 1.0):
+    """Keras's ``elu(x, alpha=1.0)``."""
+    return _nn.elu(x, alpha=alpha)
+
+
+# Keras-signature forms (lk.keras.activations) and the function layers use for each name:
+# layers compare against the latter to pick fused kernels.
+_KERAS_FORMS = {keras_relu: _nn.relu, keras_leaky_relu: _nn.leaky_relu, keras_elu: _nn.elu}
+
+
 def _names() -> dict:
     return {
         "linear": linear, "relu": _nn.relu, "relu6": _nn.relu6, "leaky_relu": _nn.leaky_relu,
@@ -70,13 +99,14 @@ def get(identifier):
             raise ValueError(f"unknown activation {identifier!r}; known: {sorted(names)}")
         return found
     if callable(identifier):
-        return identifier
+        return _KERAS_FORMS.get(identifier, identifier)
     raise ValueError(f"cannot interpret {identifier!r} as an activation")
 
 
 def serialize(fn):
     """The Keras name of a built-in activation, else Keras's config of the function or
     object (``lk.saving.serialize_keras_object``)."""
+    fn = _KERAS_FORMS.get(fn, fn)
     for name, f in _names().items():
         if f is fn:
             return name

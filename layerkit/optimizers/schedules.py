@@ -14,7 +14,8 @@ from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
 
 __all__ = ["LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay",
-           "serialize", "deserialize"]
+           "InverseTimeDecay", "PolynomialDecay", "CosineDecayRestarts", "serialize",
+           "deserialize"]
 
 
 def _step(step) -> float:
@@ -185,7 +186,136 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
 
 
-_SCHEDULES = {c.__name__: c for c in (ExponentialDecay, CosineDecay, PiecewiseConstantDecay)}
+class InverseTimeDecay(LearningRateSchedule):
+    """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (Keras's formula).
+
+    Args:
+        initial_learning_rate: the rate at step 0.
+        decay_steps: positive; the time scale of the decay.
+        decay_rate: how fast the rate falls.
+        staircase: if True, ``step / decay_steps`` is floored.
+        name: a name for configs.
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Examples:
+        >>> InverseTimeDecay(0.1, decay_steps=10, decay_rate=1.0)(10)
+        0.05
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
+                 staircase: bool = False, name: str = "InverseTimeDecay") -> None:
+        if decay_steps <= 0:
+            raise ValueError(f"InverseTimeDecay: decay_steps must be > 0. Received: "
+                             f"decay_steps={decay_steps}")
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name
+
+    def __call__(self, step) -> float:
+        p = _step(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return float(self.initial_learning_rate / (1.0 + self.decay_rate * p))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class PolynomialDecay(LearningRateSchedule):
+    """From ``initial_learning_rate`` to ``end_learning_rate`` over ``decay_steps`` along
+    ``(1 - step / decay_steps) ** power``; then constant, or with ``cycle=True`` the
+    horizon grows to the next multiple of ``decay_steps`` (Keras's formula).
+
+    Raises:
+        ValueError: ``decay_steps <= 0``.
+
+    Examples:
+        >>> s = PolynomialDecay(1.0, decay_steps=10, end_learning_rate=0.0)
+        >>> s(0), s(5), s(20)
+        (1.0, 0.5, 0.0)
+    """
+
+    def __init__(self, initial_learning_rate: float, decay_steps: int,
+                 end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
+                 name: str = "PolynomialDecay") -> None:
+        if decay_steps <= 0:
+            raise ValueError(f"PolynomialDecay: decay_steps must be > 0. Received: "
+                             f"decay_steps={decay_steps}")
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.end_learning_rate = end_learning_rate
+        self.power = power
+        self.cycle = cycle
+        self.name = name
+
+    def __call__(self, step) -> float:
+        s = _step(step)
+        steps = float(self.decay_steps)
+        if self.cycle:
+            steps *= max(math.ceil(s / steps), 1.0)  # step 0 uses the first horizon
+        else:
+            s = min(s, steps)
+        frac = (1.0 - s / steps) ** self.power
+        return float((self.initial_learning_rate - self.end_learning_rate) * frac
+                     + self.end_learning_rate)
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "end_learning_rate": self.end_learning_rate,
+                "power": self.power, "cycle": self.cycle, "name": self.name}
+
+
+class CosineDecayRestarts(LearningRateSchedule):
+    """Cosine decay with warm restarts (SGDR): periods of ``first_decay_steps``, each
+    ``t_mul`` times longer than the last, restarting at ``m_mul`` times the previous
+    peak; ``alpha`` is the floor as a fraction of the peak.
+
+    Examples:
+        >>> s = CosineDecayRestarts(1.0, first_decay_steps=10, t_mul=1.0)
+        >>> round(s(5), 6), round(s(10), 6), round(s(15), 6)
+        (0.5, 1.0, 0.5)
+    """
+
+    def __init__(self, initial_learning_rate: float, first_decay_steps: int,
+                 t_mul: float = 2.0, m_mul: float = 1.0, alpha: float = 0.0,
+                 name: str = "SGDRDecay") -> None:
+        if first_decay_steps <= 0:
+            raise ValueError(f"CosineDecayRestarts: first_decay_steps must be > 0. "
+                             f"Received: first_decay_steps={first_decay_steps}")
+        self.initial_learning_rate = initial_learning_rate
+        self.first_decay_steps = first_decay_steps
+        self._t_mul = t_mul
+        self._m_mul = m_mul
+        self.alpha = alpha
+        self.name = name
+
+    def __call__(self, step) -> float:
+        frac = _step(step) / self.first_decay_steps
+        t, m = float(self._t_mul), float(self._m_mul)
+        if t == 1.0:
+            restart = math.floor(frac)
+            frac -= restart
+        else:
+            restart = math.floor(math.log(1.0 - frac * (1.0 - t)) / math.log(t))
+            done = (1.0 - t ** restart) / (1.0 - t)
+            frac = (frac - done) / t ** restart
+        cosine = 0.5 * m ** restart * (1.0 + math.cos(math.pi * frac))
+        return float(self.initial_learning_rate * ((1.0 - self.alpha) * cosine + self.alpha))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "first_decay_steps": self.first_decay_steps, "t_mul": self._t_mul,
+                "m_mul": self._m_mul, "alpha": self.alpha, "name": self.name}
+
+
+_SCHEDULES = {c.__name__: c for c in (ExponentialDecay, CosineDecay, PiecewiseConstantDecay,
+                                      InverseTimeDecay, PolynomialDecay, CosineDecayRestarts)}
 
 
 def serialize(schedule: LearningRateSchedule) -> dict:

@@ -10,8 +10,19 @@
 - :func:`image_dataset_from_directory` (PNG and BMP built in, JPEG and GIF with Pillow),
   :func:`text_dataset_from_directory`,
 - :func:`load_img`, :func:`img_to_array`, :func:`array_to_img`, :func:`save_img` (Pillow
-  images, as Keras).
+  images, as Keras),
+- the serialization registry of ``lk.saving`` under Keras's ``keras.utils`` names
+  (:func:`register_keras_serializable`, :func:`custom_object_scope`, ...).
 """
+from layerkit.saving.object_registration import (
+    CustomObjectScope,
+    custom_object_scope,
+    get_custom_objects,
+    get_registered_name,
+    get_registered_object,
+    register_keras_serializable,
+)
+from layerkit.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
 from layerkit.utils.dataset_utils import split_dataset
 from layerkit.utils.directory_dataset_utils import (
     image_dataset_from_directory,
@@ -27,7 +38,12 @@ from layerkit.utils.rng_utils import set_random_seed
 from layerkit.utils.sequence_utils import pad_sequences
 from layerkit.utils.timeseries_dataset_utils import timeseries_dataset_from_array
 
-__all__ = ["PyDataset", "to_categorical", "normalize", "set_random_seed", "pad_sequences",
+Sequence = PyDataset  # Keras 2's name (keras.utils.Sequence)
+
+__all__ = ["PyDataset", "Sequence", "CustomObjectScope", "custom_object_scope",
+           "get_custom_objects", "get_registered_name", "get_registered_object",
+           "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",
+           "to_categorical", "normalize", "set_random_seed", "pad_sequences",
            "timeseries_dataset_from_array", "split_dataset", "Progbar", "plot_model",
            "get_file", "image_dataset_from_directory", "text_dataset_from_directory",
            "load_img", "img_to_array", "array_to_img", "save_img"]

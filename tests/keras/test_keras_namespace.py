@@ -132,3 +132,26 @@ def test_summary_of_an_unbuilt_model_lists_its_layers_as_keras_does():
     lines.clear()
     model.summary(print_fn=lines.append)
     assert "(None, 3)" in lines[0] and "Total params: 19" in lines[0]
+
+
+def test_tf_keras_2_namespaces_reach_the_same_objects():
+    import importlib
+
+    import numpy as np
+
+    seq = importlib.import_module("layerkit.keras.preprocessing.sequence")
+    assert seq.pad_sequences is lk.utils.pad_sequences
+    assert seq.pad_sequences([[1, 2], [3]], maxlen=3, padding="post").tolist() == \
+        [[1, 2, 0], [3, 0, 0]]
+    img = importlib.import_module("layerkit.keras.preprocessing.image")
+    assert img.img_to_array is lk.utils.img_to_array
+    assert lk.keras.preprocessing.timeseries_dataset_from_array is \
+        lk.utils.timeseries_dataset_from_array
+    pre = lk.keras.layers.experimental.preprocessing
+    assert pre.Rescaling is lk.layers.Rescaling and pre.Normalization is lk.layers.Normalization
+    np.testing.assert_allclose(pre.Rescaling(0.5)(lk.ones((1, 2))), [[0.5, 0.5]])
+    assert lk.keras.utils.Sequence is lk.utils.PyDataset
+    assert lk.keras.utils.register_keras_serializable is lk.saving.register_keras_serializable
+    with lk.keras.utils.custom_object_scope({"Thing": int}):
+        assert lk.keras.utils.get_custom_objects() is lk.saving.get_custom_objects()
+        assert lk.keras.utils.get_registered_object("Thing") is int
