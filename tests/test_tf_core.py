@@ -310,3 +310,27 @@ def test_run_functions_eagerly():
 
 def test_experimental_run_functions_eagerly_is_the_same_switch():
     assert lk.config.experimental_run_functions_eagerly is lk.config.run_functions_eagerly
+
+
+def test_tensor_shape_is_a_tuple_with_tensorshape_methods():
+    x = lk.ones((2, 3, 4))
+    s = x.shape
+    assert isinstance(s, tuple) and s == (2, 3, 4) and repr(s) == "(2, 3, 4)"
+    assert s.as_list() == [2, 3, 4] and s.rank == s.ndims == 3 and s.dims == [2, 3, 4]
+    assert s[1:].as_list() == [3, 4] and s[0] == 2 and type(s[0]) is int
+    assert s.num_elements() == 24 and s.is_fully_defined()
+    assert s.is_compatible_with([None, 3, 4]) and not s.is_compatible_with([2, 3])
+    assert s.merge_with([None, None, 4]).as_list() == [2, 3, 4]
+    assert s.concatenate([5]).as_list() == [2, 3, 4, 5]
+    assert s + (5,) == (2, 3, 4, 5) and x.get_shape() == s
+    s.assert_has_rank(3)
+    with pytest.raises(ValueError):
+        s.assert_has_rank(2)
+    assert lk.Variable([1.0, 2.0]).shape.as_list() == [2]
+    assert lk.constant(1.0).shape.as_list() == [] and lk.constant(1.0).shape.rank == 0
+
+    @lk.function
+    def f(t):
+        return lk.reshape(t, [t.shape.as_list()[0], -1])
+
+    assert f(x).shape == (2, 12)

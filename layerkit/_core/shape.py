@@ -1,6 +1,8 @@
 """TensorShape: TensorFlow's shape object, with ``None`` for unknown dimensions.
 
-``Tensor.shape`` stays a tuple of ints (API.md); ``lk.TensorShape`` is for code that
+``Tensor.shape`` stays a tuple of ints (API.md): a :class:`StaticShape`, a tuple that
+also answers TensorFlow's shape methods (``as_list()``, ``rank``, ``num_elements()``,
+...), so ``x.shape.as_list()`` ports unchanged. ``lk.TensorShape`` is for code that
 builds, compares and merges partially known shapes as TensorFlow programs do. It
 compares equal to tuples and lists with the same dimensions, so
 ``t.shape == lk.TensorShape([2, 3])`` holds.
@@ -230,3 +232,99 @@ class TensorShape:
         if len(self._dims) == 1:
             return f"({self._dims[0]},)"
         return "(" + ", ".join(str(d) for d in self._dims) + ")"
+
+
+class StaticShape(tuple):
+    """The shape of a Tensor: a tuple of ints with ``tf.TensorShape``'s methods.
+
+    It is a plain tuple for every tuple use (equality, hashing, ``+``, unpacking, printing
+    as ``(2, 3)``); slicing keeps the methods. Instances are cached per shape, so reading
+    ``t.shape`` allocates nothing after the first time a shape is seen.
+
+    Examples:
+        >>> import layerkit as lk
+        >>> s = lk.ones((2, 3)).shape
+        >>> s, s.as_list(), s.rank, s[1:].as_list(), s.num_elements()
+        ((2, 3), [2, 3], 2, [3], 6)
+    """
+
+    __slots__ = ()
+
+    @property
+    def rank(self) -> int:
+        """The number of dimensions."""
+        return len(self)
+
+    ndims = rank
+
+    @property
+    def dims(self) -> list:
+        """The dimensions as a list of ints."""
+        return list(self)
+
+    def as_list(self) -> list:
+        """The dimensions as a list of ints."""
+        return list(self)
+
+    def __getitem__(self, key):
+        item = tuple.__getitem__(self, key)
+        return static_shape(item) if type(key) is slice else item
+
+    def num_elements(self) -> int:
+        """The product of the dimensions."""
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def is_fully_defined(self) -> bool:
+        """True: a Tensor's shape is always fully known."""
+        return True
+
+    def as_shape(self) -> TensorShape:
+        """This shape as a :class:`TensorShape`."""
+        return TensorShape(self)
+
+    def is_compatible_with(self, other) -> bool:
+        """See :meth:`TensorShape.is_compatible_with`."""
+        return TensorShape(self).is_compatible_with(other)
+
+    def assert_is_compatible_with(self, other) -> None:
+        """See :meth:`TensorShape.assert_is_compatible_with`."""
+        TensorShape(self).assert_is_compatible_with(other)
+
+    def merge_with(self, other) -> TensorShape:
+        """See :meth:`TensorShape.merge_with`."""
+        return TensorShape(self).merge_with(other)
+
+    def concatenate(self, other) -> TensorShape:
+        """See :meth:`TensorShape.concatenate`."""
+        return TensorShape(self).concatenate(other)
+
+    def with_rank(self, rank: int) -> TensorShape:
+        """See :meth:`TensorShape.with_rank`."""
+        return TensorShape(self).with_rank(rank)
+
+    def with_rank_at_least(self, rank: int) -> TensorShape:
+        """See :meth:`TensorShape.with_rank_at_least`."""
+        return TensorShape(self).with_rank_at_least(rank)
+
+    def assert_has_rank(self, rank: int) -> None:
+        """Raises ``ValueError`` unless this shape has rank ``rank``."""
+        TensorShape(self).with_rank(rank)
+
+
+_STATIC: dict = {}
+
+
+def static_shape(dims: tuple) -> StaticShape:
+    """The cached :class:`StaticShape` for a tuple of ints."""
+    try:
+        return _STATIC[dims]
+    except KeyError:
+        if len(_STATIC) > 4096:  # many distinct shapes (e.g. varying sequence lengths)
+            _STATIC.clear()
+        s = _STATIC[dims] = StaticShape(dims)
+        return s
+    except TypeError:  # an unhashable shape never happens for arrays; be safe
+        return StaticShape(dims)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from layerkit._core.shape import _STATIC, StaticShape, static_shape
+
 
 class Tensor:
     """An immutable n-d array produced eagerly by every layerkit op.
@@ -111,11 +113,21 @@ class Tensor:
 
     # Metadata reads ``_rv``: a shape or dtype is static in a traced graph, not a leak.
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> StaticShape:
+        """The shape: a tuple of ints that also has ``tf.TensorShape``'s methods
+        (``as_list()``, ``rank``, ...)."""
         try:
-            return self._rv.shape
+            s = self._rv.shape
         except AttributeError:  # a bare Python scalar operand
-            return ()
+            s = ()
+        try:
+            return _STATIC[s]
+        except KeyError:
+            return static_shape(s)
+
+    def get_shape(self) -> StaticShape:
+        """The shape (TensorFlow's older spelling of :attr:`shape`)."""
+        return self.shape
 
     @property
     def dtype(self) -> np.dtype:
