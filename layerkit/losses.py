@@ -40,7 +40,9 @@ __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError
            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Huber", "LogCosh",
            "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
            "KLDivergence", "Hinge", "SquaredHinge", "Poisson", "CategoricalHinge",
-           "CosineSimilarity",
+           "CosineSimilarity", "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice",
+           "Tversky", "binary_focal_crossentropy", "categorical_focal_crossentropy", "dice",
+           "tversky",
            "mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
            "mean_squared_logarithmic_error", "huber", "log_cosh", "binary_crossentropy",
            "categorical_crossentropy", "sparse_categorical_crossentropy", "kl_divergence",
@@ -347,6 +349,77 @@ def categorical_hinge(y_true, y_pred) -> Tensor:
     pos = _reduce.reduce_sum(_ew.multiply(y_true, y_pred), axis=-1)
     neg = _reduce.reduce_max(_ew.multiply(_ew.subtract(1.0, y_true), y_pred), axis=-1)
     return _ew.maximum(_ew.add(_ew.subtract(neg, pos), 1.0), 0.0)
+
+
+def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing: bool = False,
+                              alpha: float = 0.25, gamma: float = 2.0,
+                              from_logits: bool = False, label_smoothing: float = 0.0,
+                              axis: int = -1) -> Tensor:
+    """Binary cross-entropy scaled by the focal factor ``(1 - p_t) ** gamma`` (``p_t`` the
+    probability given to the true label) and, with ``apply_class_balancing``, by
+    ``alpha`` for positives and ``1 - alpha`` for negatives; averaged over ``axis``
+    (Keras's ``binary_focal_crossentropy``)."""
+    y_true, y_pred = _matched("binary_focal_crossentropy", y_true, y_pred)
+    if label_smoothing:
+        y_true = _ew.add(_ew.multiply(y_true, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    p = _clip_probs(_ew.sigmoid(y_pred) if from_logits else y_pred)
+    bce = _ew.negative(_ew.add(_ew.multiply(y_true, _ew.log(p)),
+                               _ew.multiply(_ew.subtract(1.0, y_true),
+                                            _ew.log(_ew.subtract(1.0, p)))))
+    p_t = _ew.add(_ew.multiply(y_true, p),
+                  _ew.multiply(_ew.subtract(1.0, y_true), _ew.subtract(1.0, p)))
+    out = _ew.multiply(_ew.pow(_ew.subtract(1.0, p_t), gamma), bce)
+    if apply_class_balancing:
+        weight = _ew.add(_ew.multiply(y_true, alpha),
+                         _ew.multiply(_ew.subtract(1.0, y_true), 1.0 - alpha))
+        out = _ew.multiply(weight, out)
+    return _reduce.reduce_mean(out, axis=axis) if out.ndim else out
+
+
+def categorical_focal_crossentropy(y_true, y_pred, alpha: float = 0.25, gamma: float = 2.0,
+                                   from_logits: bool = False, label_smoothing: float = 0.0,
+                                   axis: int = -1) -> Tensor:
+    """Categorical cross-entropy with each class term scaled by
+    ``alpha * (1 - p) ** gamma``, summed over ``axis`` (Keras's
+    ``categorical_focal_crossentropy``; probabilities are renormalised and clipped)."""
+    y_true, y_pred = _float_pair(y_true, y_pred)
+    if y_true.shape != y_pred.shape or y_pred.ndim == 0:
+        raise ValueError(
+            f"categorical_focal_crossentropy: y_true and y_pred must have the same shape "
+            f"with a class axis (one-hot labels); received y_true.shape="
+            f"{tuple(y_true.shape)}, y_pred.shape={tuple(y_pred.shape)}")
+    if label_smoothing:
+        k = y_pred.shape[axis]
+        y_true = _ew.add(_ew.multiply(y_true, 1.0 - label_smoothing), label_smoothing / k)
+    if from_logits:
+        y_pred = _nn.softmax(y_pred, axis=axis)
+    p = _clip_probs(_ew.divide(y_pred, _reduce.reduce_sum(y_pred, axis=axis, keepdims=True)))
+    ce = _ew.negative(_ew.multiply(y_true, _ew.log(p)))
+    factor = _ew.multiply(_ew.pow(_ew.subtract(1.0, p), gamma), alpha)
+    return _reduce.reduce_sum(_ew.multiply(factor, ce), axis=axis)
+
+
+def dice(y_true, y_pred, axis=None) -> Tensor:
+    """``1 - 2 * sum(y_true * y_pred) / (sum(y_true) + sum(y_pred) + eps)`` over ``axis``
+    (every axis when None), as Keras's ``dice``."""
+    y_true, y_pred = _float_pair(y_true, y_pred)
+    inter = _reduce.reduce_sum(_ew.multiply(y_true, y_pred), axis=axis)
+    total = _ew.add(_ew.add(_reduce.reduce_sum(y_true, axis=axis),
+                            _reduce.reduce_sum(y_pred, axis=axis)), EPSILON)
+    return _ew.subtract(1.0, _ew.divide(_ew.multiply(2.0, inter), total))
+
+
+def tversky(y_true, y_pred, alpha: float = 0.5, beta: float = 0.5, axis=None) -> Tensor:
+    """``1 - TP / (TP + alpha * FP + beta * FN + eps)`` with soft counts over ``axis``
+    (Keras's ``tversky``: ``FP = sum((1 - y_pred) * y_true)``,
+    ``FN = sum(y_pred * (1 - y_true))``, its own naming)."""
+    y_true, y_pred = _float_pair(y_true, y_pred)
+    tp = _reduce.reduce_sum(_ew.multiply(y_true, y_pred), axis=axis)
+    fp = _reduce.reduce_sum(_ew.multiply(_ew.subtract(1.0, y_pred), y_true), axis=axis)
+    fn = _reduce.reduce_sum(_ew.multiply(y_pred, _ew.subtract(1.0, y_true)), axis=axis)
+    den = _ew.add(_ew.add(_ew.add(tp, _ew.multiply(fp, alpha)), _ew.multiply(fn, beta)),
+                  EPSILON)
+    return _ew.subtract(1.0, _ew.divide(tp, den))
 
 
 def _l2_normalize(x: Tensor, axis: int) -> Tensor:
@@ -772,6 +845,54 @@ class CosineSimilarity(_BuiltinLoss):
                          axis=axis)
 
 
+class BinaryFocalCrossentropy(_BuiltinLoss):
+    """Focal binary cross-entropy (see :func:`binary_focal_crossentropy`), as Keras's.
+
+    Examples:
+        >>> round(float(BinaryFocalCrossentropy(gamma=2.0)([[0.0, 1.0]], [[0.4, 0.6]])), 4)
+        0.0817
+    """
+
+    def __init__(self, apply_class_balancing: bool = False, alpha: float = 0.25,
+                 gamma: float = 2.0, from_logits: bool = False, label_smoothing: float = 0.0,
+                 axis: int = -1, reduction="sum_over_batch_size",
+                 name: str = "binary_focal_crossentropy", dtype=None) -> None:
+        super().__init__(binary_focal_crossentropy, reduction=reduction, name=name,
+                         dtype=dtype, apply_class_balancing=apply_class_balancing,
+                         alpha=alpha, gamma=gamma, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class CategoricalFocalCrossentropy(_BuiltinLoss):
+    """Focal categorical cross-entropy (see :func:`categorical_focal_crossentropy`)."""
+
+    def __init__(self, alpha: float = 0.25, gamma: float = 2.0, from_logits: bool = False,
+                 label_smoothing: float = 0.0, axis: int = -1,
+                 reduction="sum_over_batch_size", name: str = "categorical_focal_crossentropy",
+                 dtype=None) -> None:
+        super().__init__(categorical_focal_crossentropy, reduction=reduction, name=name,
+                         dtype=dtype, alpha=alpha, gamma=gamma, from_logits=from_logits,
+                         label_smoothing=label_smoothing, axis=axis)
+
+
+class Dice(_BuiltinLoss):
+    """The Dice loss (see :func:`dice`), as Keras's."""
+
+    def __init__(self, reduction="sum_over_batch_size", name: str = "dice", axis=None,
+                 dtype=None) -> None:
+        super().__init__(dice, reduction=reduction, name=name, dtype=dtype, axis=axis)
+
+
+class Tversky(_BuiltinLoss):
+    """The Tversky loss (see :func:`tversky`), as Keras's."""
+
+    def __init__(self, alpha: float = 0.5, beta: float = 0.5,
+                 reduction="sum_over_batch_size", name: str = "tversky", axis=None,
+                 dtype=None) -> None:
+        super().__init__(tversky, reduction=reduction, name=name, dtype=dtype, alpha=alpha,
+                         beta=beta, axis=axis)
+
+
 # ---- names -------------------------------------------------------------------------------------
 _FUNCTIONS = {
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
@@ -786,6 +907,9 @@ _FUNCTIONS = {
     "kl_divergence": kl_divergence, "kld": kl_divergence, "kullback_leibler_divergence":
     kl_divergence, "hinge": hinge, "squared_hinge": squared_hinge, "poisson": poisson,
     "categorical_hinge": categorical_hinge, "cosine_similarity": cosine_similarity,
+    "binary_focal_crossentropy": binary_focal_crossentropy,
+    "categorical_focal_crossentropy": categorical_focal_crossentropy, "dice": dice,
+    "tversky": tversky,
 }
 _CLASS_OF = {
     mean_squared_error: MeanSquaredError, mean_absolute_error: MeanAbsoluteError,
@@ -796,6 +920,8 @@ _CLASS_OF = {
     sparse_categorical_crossentropy: SparseCategoricalCrossentropy,
     kl_divergence: KLDivergence, hinge: Hinge, squared_hinge: SquaredHinge, poisson: Poisson,
     categorical_hinge: CategoricalHinge, cosine_similarity: CosineSimilarity,
+    binary_focal_crossentropy: BinaryFocalCrossentropy,
+    categorical_focal_crossentropy: CategoricalFocalCrossentropy, dice: Dice, tversky: Tversky,
 }
 
 

@@ -34,13 +34,41 @@ from layerkit import (
     saving,
     utils,
 )
-from layerkit.keras import activations, backend, datasets, mixed_precision, preprocessing
+from layerkit._core.context import name_scope
+from layerkit._core.variable import Variable
+from layerkit.initializers import Initializer
+from layerkit.keras import (
+    activations,
+    backend,
+    config,
+    datasets,
+    dtype_policies,
+    mixed_precision,
+    preprocessing,
+)
+from layerkit.keras.mixed_precision import DTypePolicy
+from layerkit.layers import InputSpec, Layer
+from layerkit.layers.symbolic import SymbolicTensor as KerasTensor
+from layerkit.losses import Loss
+from layerkit.metrics import Metric
 from layerkit.models import Model, Sequential
 from layerkit.models.functional import Input
+from layerkit.optimizers import Optimizer
+from layerkit.regularizers import Regularizer
+
+__version__ = "3.15.1"  # the Keras API version whose names and behaviour this follows
+FloatDTypePolicy = DTypePolicy
+
+def version() -> str:
+    """The Keras API version layerkit follows (``keras.version()``)."""
+    return __version__
 
 ops = keras_ops   # keras.ops
 
-__all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "datasets",
+__all__ = ["Input", "Model", "Sequential", "Layer", "Loss", "Metric", "Optimizer",
+           "Initializer", "Regularizer", "InputSpec", "KerasTensor", "Variable", "DTypePolicy",
+           "FloatDTypePolicy", "name_scope", "version", "config", "dtype_policies", "activations",
+           "backend", "callbacks", "datasets",
            "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision", "ops",
            "models", "optimizers", "preprocessing", "random", "regularizers", "saving", "utils"]
 

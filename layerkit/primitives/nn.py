@@ -753,7 +753,7 @@ def dropout(x, rate: float, noise_shape=None, seed=None) -> Tensor:
         raise ValueError(f"lk.nn.dropout: rate must be in [0, 1), received rate={rate}")
     shape = t.shape
     if noise_shape is None:
-        mask_shape = shape
+        mask_shape: tuple = shape
     else:
         ns = to_array(noise_shape).tolist() if isinstance(noise_shape, Tensor) else noise_shape
         ns = list(ns)

@@ -155,3 +155,23 @@ def test_tf_keras_2_namespaces_reach_the_same_objects():
     with lk.keras.utils.custom_object_scope({"Thing": int}):
         assert lk.keras.utils.get_custom_objects() is lk.saving.get_custom_objects()
         assert lk.keras.utils.get_registered_object("Thing") is int
+
+
+def test_keras_3_top_level_names_config_and_dtype_policies():
+    k = lk.keras
+    assert k.Layer is lk.layers.Layer and k.Loss is lk.losses.Loss
+    assert k.Metric is lk.metrics.Metric and k.Optimizer is lk.optimizers.Optimizer
+    assert k.Variable is lk.Variable and k.InputSpec is lk.layers.InputSpec
+    assert isinstance(k.Input((3,)), k.KerasTensor)
+    assert k.version() == k.__version__
+    assert k.config.floatx() == "float32" and k.config.backend() == "layerkit"
+    assert k.config.dtype_policy().name == "float32"
+    k.config.disable_interactive_logging()
+    assert not k.config.is_interactive_logging_enabled()
+    k.config.enable_interactive_logging()
+    assert k.config.is_interactive_logging_enabled()
+    p = k.dtype_policies.get("float64")
+    assert p.compute_dtype == "float64"
+    assert k.dtype_policies.deserialize(k.dtype_policies.serialize(p)).name == "float64"
+    with k.name_scope("outer"):
+        assert lk.get_current_name_scope().endswith("outer")
