@@ -75,7 +75,9 @@ from layerkit.layers.preprocessing import (
     CenterCrop,
     Discretization,
     Normalization,
+    RandomBrightness,
     RandomContrast,
+    RandomCrop,
     RandomFlip,
     RandomRotation,
     RandomTranslation,
@@ -130,8 +132,8 @@ def _experimental_namespace():
     pre = ModuleType("layerkit.layers.experimental.preprocessing",
                      "tf.keras 2.x's spelling of the preprocessing layers.")
     for cls in (CategoryEncoding, CenterCrop, Discretization, Normalization, RandomContrast,
-                RandomFlip, RandomRotation, RandomTranslation, RandomZoom, Rescaling,
-                Resizing):
+                RandomBrightness, RandomCrop, RandomFlip, RandomRotation, RandomTranslation,
+                RandomZoom, Rescaling, Resizing):
         setattr(pre, cls.__name__, cls)
     exp = ModuleType("layerkit.layers.experimental", "tf.keras 2.x's layers.experimental.")
     exp.preprocessing = pre
@@ -188,7 +190,7 @@ __all__ = ["serialize", "deserialize", "experimental",
     "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D",
     "Cropping3D", "Normalization", "Rescaling", "Discretization", "CategoryEncoding",
     "Resizing", "CenterCrop", "RandomFlip", "RandomRotation", "RandomZoom",
-    "RandomTranslation", "RandomContrast",
+    "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomCrop",
 ]
 
 

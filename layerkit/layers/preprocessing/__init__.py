@@ -1,8 +1,10 @@
 """Preprocessing layers: numeric (Normalization, Rescaling, Discretization,
 CategoryEncoding), image (Resizing, CenterCrop) and random augmentation (RandomFlip,
-RandomRotation, RandomZoom, RandomTranslation, RandomContrast)."""
+RandomRotation, RandomZoom, RandomTranslation, RandomContrast, RandomBrightness, RandomCrop)."""
 from layerkit.layers.preprocessing.augment import (
+    RandomBrightness,
     RandomContrast,
+    RandomCrop,
     RandomFlip,
     RandomRotation,
     RandomTranslation,
@@ -18,4 +20,4 @@ from layerkit.layers.preprocessing.numeric import (
 
 __all__ = ["Normalization", "Rescaling", "Discretization", "CategoryEncoding", "Resizing",
            "CenterCrop", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation",
-           "RandomContrast"]
+           "RandomContrast", "RandomBrightness", "RandomCrop"]

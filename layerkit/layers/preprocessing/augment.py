@@ -1,5 +1,5 @@
 """Random image augmentation: RandomFlip, RandomRotation, RandomZoom, RandomTranslation,
-RandomContrast.
+RandomContrast, RandomBrightness, RandomCrop.
 
 As in Keras 3, they augment only when ``training`` is true, and ``call``'s default is
 ``training=True``: a direct call (and a call inside ``Dataset.map``) augments, while
@@ -29,7 +29,7 @@ from layerkit.primitives import random as _random
 from layerkit.primitives import reduce as _reduce
 
 __all__ = ["RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation",
-           "RandomContrast"]
+           "RandomContrast", "RandomBrightness", "RandomCrop"]
 
 _FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 
@@ -300,3 +300,98 @@ class RandomContrast(_Random):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "factor": self.factor, "value_range": self.value_range}
+
+
+class RandomBrightness(_Random):
+    """Adds a random brightness offset to each image when training, then clips to
+    ``value_range`` (Keras 3's RandomBrightness).
+
+    Args:
+        factor: a number ``f`` in [-1, 1] draws offsets in ``[-|f|, |f|]``; a pair
+            ``(lo, hi)`` draws them in ``[lo, hi]``. Offsets are fractions of the value
+            range's width: ``0.1`` with ``(0, 255)`` adds up to 25.5.
+        value_range: the ``(min, max)`` of the pixel values (default (0, 255)).
+        seed: optional int.
+
+    At inference the input is returned unchanged, as in Keras 3.
+
+    Examples:
+        >>> import layerkit as lk
+        >>> y = lk.layers.RandomBrightness((0.1, 0.1))(lk.fill((1, 2, 2, 3), 100.0))
+        >>> float(y[0, 0, 0, 0])
+        125.5
+    """
+
+    _cast_int_inputs = False
+
+    def __init__(self, factor, value_range=(0, 255), seed: int | None = None, **kwargs):
+        super().__init__(seed, kwargs.pop("data_format", None), **kwargs)
+        self.factor = factor_range("RandomBrightness", "factor", factor, -1.0, 1.0)
+        if not isinstance(value_range, (tuple, list)) or len(value_range) != 2:
+            raise ValueError(f"RandomBrightness: `value_range` must be a pair (min, max); "
+                             f"received value_range={value_range!r}")
+        self.value_range = tuple(sorted(float(v) for v in value_range))
+
+    def _augment(self, x):
+        x = self._float(x)
+        lo, hi = self.value_range
+        delta = self._uniform((x.shape[0], 1, 1, 1), self.factor[0], self.factor[1])
+        return _ew.clip_by_value(_ew.add(x, _ew.multiply(delta, hi - lo)), lo, hi)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "factor": self.factor,
+                "value_range": self.value_range}
+
+
+class RandomCrop(_Random):
+    """Crops a random ``(height, width)`` window when training, the same window for every
+    image of a batch (Keras 3's RandomCrop).
+
+    When an image is not larger than the target along both axes, the window is instead
+    the centred crop with the target's aspect ratio, resized (bilinear) to the target,
+    as Keras 3 does. At inference the input is returned unchanged (Keras 3.15's
+    behaviour); call with ``training=True`` to crop then.
+
+    Args:
+        height: target height.
+        width: target width.
+        seed: optional int.
+        data_format: ``'channels_last'`` (default) or ``'channels_first'``.
+
+    Examples:
+        >>> import layerkit as lk
+        >>> lk.layers.RandomCrop(2, 3, seed=1)(lk.ones((1, 4, 6, 1)), training=True).shape
+        (1, 2, 3, 1)
+    """
+
+    def __init__(self, height: int, width: int, seed: int | None = None, data_format=None,
+                 **kwargs) -> None:
+        super().__init__(seed, data_format, **kwargs)
+        self.height, self.width = int(height), int(width)
+        if min(self.height, self.width) < 1:
+            raise ValueError(f"RandomCrop: `height` and `width` must be positive; received "
+                             f"height={height}, width={width}")
+
+    def _augment(self, x):
+        x = self._float(x)
+        h, w = x.shape[1:3]
+        if h > self.height and w > self.width:
+            # Offsets are drawn as tensors (they change on every call of an lk.function),
+            # and the window is gathered with them.
+            u = self._uniform((2,), 0.0, 1.0)
+            span = np.array([h - self.height + 1, w - self.width + 1], self._dtype)
+            start = _ew.cast(_ew.floor(_ew.multiply(u, span)), np.int64)
+            rows = _ew.add(start[0], np.arange(self.height))
+            cols = _ew.add(start[1], np.arange(self.width))
+            return _array.gather(_array.gather(x, rows, axis=1), cols, axis=2)
+        else:
+            ch = max(min(h, int(float(w * self.height) / self.width)), 1)
+            cw = max(min(w, int(float(h * self.width) / self.height)), 1)
+            top, left = int(float(h - ch) / 2), int(float(w - cw) / 2)
+        y = x[:, top:top + self.height, left:left + self.width, :]
+        if tuple(y.shape[1:3]) != (self.height, self.width):
+            y = _image.resize(y, (self.height, self.width), "bilinear")
+        return y
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "height": self.height, "width": self.width}
