@@ -20,8 +20,10 @@ class ModelCheckpoint(MonitorCallback):
       format (``.weights.h5`` as Keras, ``.safetensors``, anything else a layerkit
       checkpoint file); a ``.keras`` path is refused.
     - ``save_weights_only=False`` (the default): a ``.keras`` path gets the whole model
-      (``model.save(path)``); any other path gets the weights as above, where Keras
-      would refuse it (layerkit accepts its weights formats here).
+      (``model.save(path)``), and so does an ``.h5``/``.hdf5`` path that is not
+      ``.weights.h5`` (Keras's legacy HDF5 format, as Keras 3 writes it); any other path
+      gets the weights as above, where Keras would refuse it (layerkit accepts its
+      weights formats here).
 
     Args:
         filepath: the path. It is formatted with ``epoch`` (1-based), ``batch`` (1-based,
@@ -128,7 +130,10 @@ class ModelCheckpoint(MonitorCallback):
         dirname = os.path.dirname(filepath)
         if dirname:
             os.makedirs(dirname, exist_ok=True)
-        if not self.save_weights_only and filepath.lower().endswith(".keras"):
+        lower = filepath.lower()
+        whole = lower.endswith(".keras") or (lower.endswith((".h5", ".hdf5"))
+                                             and not lower.endswith(".weights.h5"))
+        if not self.save_weights_only and whole:
             save = getattr(self.model, "save", None)
             if save is None:
                 raise NotImplementedError(

@@ -27,7 +27,7 @@ group tree to a built model through that map: it is the single loader behind
 Optimizer variables (the ``optimizer`` group) are loaded, as Keras does, when the model
 has a built optimizer with as many variables as the file; otherwise they are skipped
 with a warning (Keras's rule). Keras 2's legacy ``.h5`` layout (``layer_names``
-attributes) is not supported.
+attributes) loads through :mod:`layerkit.saving.legacy_h5` (by layer name).
 """
 from __future__ import annotations
 
@@ -349,11 +349,6 @@ def _optimizer_plan(model, stored: list, source: str) -> list:
 
 
 def _check_keras3(f, source: str) -> None:
-    if "layer_names" in f.attrs or "model_weights" in f:
-        raise ValueError(f"load_weights({source!r}): this is a legacy Keras 2 HDF5 file "
-                         f"(layer_names attributes); only Keras 3 weights files are "
-                         f"supported. Re-save it with Keras 3: model.save_weights("
-                         f"'x.weights.h5')")
     if "layers" not in f and "vars" not in f:
         raise ValueError(f"load_weights({source!r}): not a Keras 3 weights file (expected "
                          f"the groups 'layers' and 'vars' at its root; found "
@@ -396,6 +391,11 @@ def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
     except OSError as e:
         raise ValueError(f"load_weights({path!r}): not an HDF5 file ({e})") from None
     with f:
+        if "layer_names" in f.attrs or "model_weights" in f:  # Keras 2's legacy layout
+            from layerkit.saving.legacy_h5 import load_weights_from_hdf5_group
+
+            group = f["model_weights"] if "model_weights" in f else f
+            return load_weights_from_hdf5_group(model, group, path, skip_mismatch)
         _check_keras3(f, path)
         return load_h5_group(model, f, path, skip_mismatch=skip_mismatch)
 

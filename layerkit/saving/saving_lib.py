@@ -64,7 +64,8 @@ def save_model(model, filepath, overwrite: bool = True, weights_format: str = "a
     Args:
         model: an ``lk.Model`` (functional, ``Sequential``, or a subclass whose
             ``get_config`` returns its constructor arguments).
-        filepath: the file to write; it must end in ``.keras``.
+        filepath: the file to write; it must end in ``.keras`` (or ``.h5``/``.hdf5``:
+            Keras's legacy HDF5 format, see :mod:`layerkit.saving.legacy_h5`).
         overwrite: replace an existing file (else ``FileExistsError``).
         weights_format: ``"auto"`` (HDF5 when ``h5py`` is installed, else layerkit's
             checkpoint format), ``"h5"`` or ``"layerkit"``.
@@ -91,9 +92,20 @@ def save_model(model, filepath, overwrite: bool = True, weights_format: str = "a
     from layerkit.saving.serialization_lib import ObjectSharingScope, serialize_keras_object
 
     path = os.fspath(filepath)
+    if path.endswith((".h5", ".hdf5")):
+        import warnings
+
+        from layerkit.saving.legacy_h5 import save_model_to_hdf5
+
+        warnings.warn(f"save_model({path!r}): writing Keras's legacy HDF5 format; the "
+                      f"'.keras' format is recommended (as Keras 3 says)", stacklevel=2)
+        if not distribution.writes_files():
+            return path
+        return save_model_to_hdf5(model, path, overwrite=overwrite)
     if not path.endswith(".keras"):
-        raise ValueError(f"save_model: the file name must end in '.keras'; received {path!r} "
-                         f"(weights alone: model.save_weights('x.weights.h5'))")
+        raise ValueError(f"save_model: the file name must end in '.keras' (or '.h5' for "
+                         f"Keras's legacy HDF5 format); received {path!r} (weights alone: "
+                         f"model.save_weights('x.weights.h5'))")
     kind = _weights_kind(weights_format)
     if not distribution.writes_files():   # lk.distribute: rank 0 writes the archive
         return path
@@ -151,7 +163,8 @@ def _weights_bytes(model, kind: str) -> tuple[str, bytes]:
 # ---- loading --------------------------------------------------------------------------
 def load_model(filepath, custom_objects: dict | None = None, compile: bool = True,
                safe_mode: bool = True):
-    """Load a model from a ``.keras`` archive written by layerkit or by Keras 3.
+    """Load a model from a ``.keras`` archive written by layerkit or by Keras 3 (or from a
+    legacy Keras ``.h5`` file, see :mod:`layerkit.saving.legacy_h5`).
 
     The model is rebuilt from ``config.json`` (classes found by name only), compiled
     from its ``compile_config`` (unless ``compile=False``), and given the saved weights
@@ -188,6 +201,10 @@ def load_model(filepath, custom_objects: dict | None = None, compile: bool = Tru
             raise FileNotFoundError(f"load_model: no such file: {source!r}")
         if os.path.isdir(source):
             raise ValueError(f"load_model({source!r}): is a directory; expected a .keras file")
+        from layerkit.saving.legacy_h5 import is_hdf5, load_model_from_hdf5
+
+        if is_hdf5(source):
+            return load_model_from_hdf5(source, custom_objects, compile, safe_mode)
     try:
         zf = zipfile.ZipFile(filepath)
     except zipfile.BadZipFile:

@@ -132,6 +132,8 @@ CASES = {
     "RandomTranslation": _one(lambda: L.RandomTranslation(0.1, 0.2, seed=1), (6, 6, 3)),
     "RandomZoom": _one(lambda: L.RandomZoom(0.1, seed=1), (6, 6, 3)),
     "RandomContrast": _one(lambda: L.RandomContrast(0.2, seed=1), (6, 6, 3)),
+    "RandomBrightness": _one(lambda: L.RandomBrightness(0.2, seed=1), (6, 6, 3)),
+    "RandomCrop": _one(lambda: L.RandomCrop(4, 4, seed=1), (6, 6, 3)),
     "ReLU": _one(lambda: L.ReLU(max_value=2.0, negative_slope=0.1), (4,)),
     "LeakyReLU": _one(lambda: L.LeakyReLU(0.2), (4,)),
     "PReLU": _one(lambda: L.PReLU(alpha_initializer="ones", shared_axes=[1]), (3, 4)),
