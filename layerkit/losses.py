@@ -212,12 +212,20 @@ def categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
     return _ew.negative(_reduce.reduce_sum(_ew.multiply(y_true, _ew.log(p)), axis=axis))
 
 
-def _check_sparse(name: str, labels: np.ndarray, num_classes: int, ignore_class) -> None:
+def _check_sparse(name: str, labels: np.ndarray, num_classes: int, ignore_class) -> np.ndarray:
     if labels.size == 0:
-        return
-    if labels.dtype.kind == "f" and not np.all(labels == np.floor(labels)):
-        raise ValueError(f"{name}: labels must be integer class indices; received "
-                         f"non-integer values such as {labels[labels != np.floor(labels)][0]}")
+        return labels
+    if labels.dtype.kind == "f" and not np.all(labels == np.trunc(labels)):
+        # TensorFlow and Keras cast the labels to integers (truncating towards zero); do
+        # the same so their programs run, but say so: fractional class labels are
+        # usually a mistake in the data.
+        import warnings
+
+        bad = labels[labels != np.trunc(labels)][0]
+        warnings.warn(f"{name}: labels must be integer class indices; received non-integer "
+                      f"values such as {bad}, truncated towards zero (as TensorFlow casts "
+                      f"them)", stacklevel=4)
+        labels = np.trunc(labels)
     check = labels if ignore_class is None else labels[labels != ignore_class]
     if check.size and (check.min() < 0 or check.max() >= num_classes):
         bad = check[(check < 0) | (check >= num_classes)][0]
@@ -225,11 +233,12 @@ def _check_sparse(name: str, labels: np.ndarray, num_classes: int, ignore_class)
             f"{name}: label {bad.item()} is out of range; expected class indices in "
             f"[0, {num_classes}) for predictions with {num_classes} classes"
         )
+    return labels
 
 
 def _sparse_labels_fwd(labels, name, num_classes, ignore_class, dtype):
     # Checks and conversion in a record (no gradient): a traced graph runs them per call.
-    _check_sparse(name, labels, num_classes, ignore_class)
+    labels = _check_sparse(name, labels, num_classes, ignore_class)
     if ignore_class is None:
         keep = np.ones(labels.shape, dtype)
     else:
@@ -256,7 +265,8 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
 
     Args:
         y_true: integer class indices of shape ``y_pred.shape[:-1]`` (a trailing axis
-            of size 1 is accepted; floats holding integers are accepted).
+            of size 1 is accepted; float labels are truncated to integers as TensorFlow
+            casts them, with a warning when any has a fractional part).
         y_pred: probabilities, or logits with ``from_logits=True``.
         ignore_class: a label value whose samples get loss 0.
 
