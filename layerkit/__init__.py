@@ -9,6 +9,8 @@ Public names follow shared/API.md: the eager core and ops at top level, ``lk.nn`
 """
 import sys as _sys
 
+__version__ = "0.1.0"  # first: submodules read it while the package loads
+
 from layerkit._core import memory as _memory
 from layerkit._core.context import executing_eagerly, get_current_name_scope, init_scope, name_scope
 from layerkit._core.convert import constant, convert_to_tensor
@@ -45,6 +47,16 @@ from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
 from layerkit.config import device  # noqa: E402
 from layerkit.module import Module  # noqa: E402
 from layerkit.debugging import Assert, assert_equal, assert_greater, assert_less, assert_rank  # noqa: E402,F401
+from layerkit.functional_ops import foldl, foldr, map_fn, scan, vectorized_map  # noqa: E402
+from layerkit.runtime import (  # noqa: E402
+    compat,
+    control_dependencies,
+    get_logger,
+    group,
+    no_op,
+    test,
+    version,
+)
 from layerkit.control_flow import TensorArray, case, cond, switch_case, while_loop  # noqa: E402
 
 from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402
@@ -53,8 +65,6 @@ newaxis = None  # ``x[:, lk.newaxis]`` (TF's spelling of NumPy's None)
 
 _memory.tune_on_import()
 
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):

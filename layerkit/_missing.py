@@ -29,7 +29,6 @@ _UNSUPPORTED = {
     "image": "tf.image is not supported (image preprocessing layers live in lk.layers)",
     "saved_model": "SavedModel is not supported: use Model.save('x.keras') or lk.onnx.export",
     "device": "layerkit runs on the CPU only: drop the `with tf.device(...)` block",
-    "compat": "tf.compat (TensorFlow 1 APIs) is not supported",
     "lite": "TensorFlow Lite is not supported; lk.onnx.export writes ONNX",
     "tpu": "TPUs are not supported (layerkit runs on the CPU)",
     "estimator": "tf.estimator is not supported; use Model.fit or a GradientTape loop",

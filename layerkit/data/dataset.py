@@ -66,6 +66,18 @@ from layerkit.data.window import WindowNode
 STATE_FORMAT = "layerkit.data.Iterator/1"
 
 
+class Cardinality(int):
+    """The result of :meth:`Dataset.cardinality`: an int with ``numpy()`` and ``dtype``,
+    as the int64 scalar tensor TensorFlow returns."""
+
+    __slots__ = ()
+    dtype = np.dtype(np.int64)
+    shape = ()
+
+    def numpy(self) -> np.int64:
+        return np.int64(self)
+
+
 class Iterator(itertools.chain):
     """An iterator over one pass of a :class:`Dataset` (what ``iter(dataset)`` returns).
 
@@ -262,9 +274,12 @@ class Dataset:
         """
         return self._node.element_spec()
 
-    def cardinality(self) -> int:
-        """The number of elements, ``lk.data.INFINITE`` (-1) or ``lk.data.UNKNOWN`` (-2)."""
-        return self._node.cardinality()
+    def cardinality(self) -> Cardinality:
+        """The number of elements, ``lk.data.INFINITE`` (-1) or ``lk.data.UNKNOWN`` (-2).
+
+        An int that also has TensorFlow's tensor methods ``numpy()`` and ``dtype``
+        (``ds.cardinality().numpy()`` works as in TF)."""
+        return Cardinality(self._node.cardinality())
 
     def __len__(self) -> int:
         n = self.cardinality()
