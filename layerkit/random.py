@@ -31,8 +31,11 @@ from layerkit.primitives.random import (
     _truncated_normal,
     _uniform,
     categorical,
+    gamma,
     get_state,
+    global_generator,
     normal,
+    poisson,
     set_seed,
     set_state,
     shuffle,
@@ -43,7 +46,27 @@ from layerkit.primitives.random import (
 __all__ = ["set_seed", "get_state", "set_state", "normal", "uniform", "truncated_normal",
            "categorical", "shuffle", "Generator", "SeedGenerator", "stateless_normal",
            "stateless_uniform", "stateless_truncated_normal", "stateless_categorical",
-           "split", "fold_in", "experimental"]
+           "split", "fold_in", "experimental", "gamma", "poisson", "get_global_generator",
+           "set_global_generator"]
+
+
+def get_global_generator() -> Generator:
+    """The generator that seedless draws use (``tf.random.get_global_generator``)."""
+    return global_generator()
+
+
+def set_global_generator(generator: Generator) -> None:
+    """Make ``generator`` the one seedless draws use (``tf.random.set_global_generator``).
+
+    Raises:
+        TypeError: ``generator`` is not an ``lk.random.Generator``.
+    """
+    from layerkit.primitives import random as _prims
+
+    if not isinstance(generator, Generator):
+        raise TypeError(f"lk.random.set_global_generator: expected an lk.random.Generator, "
+                        f"received {type(generator).__name__}")
+    _prims._GLOBAL[0] = generator
 
 
 # ---- stateless sampling: the values depend on the seed pair alone ----------------------

@@ -58,3 +58,46 @@ def test_bad_seeds_are_refused_with_the_op_name():
     f = lk.function(lambda s: R.stateless_normal([2], seed=s))
     with pytest.raises(TypeError, match="must be known when the function is traced"):
         f(lk.constant([1, 2]))
+
+
+def test_global_generator_get_and_set():
+    g = R.Generator.from_seed(5)
+    R.set_global_generator(g)
+    assert R.get_global_generator() is g
+    a = R.normal([3]).numpy()
+    R.set_global_generator(R.Generator.from_seed(5))
+    np.testing.assert_array_equal(R.normal([3]), a)
+    with pytest.raises(TypeError, match="set_global_generator"):
+        R.set_global_generator(5)
+    R.set_seed(0)
+
+
+def test_generator_split_make_seeds_full_int_and_entropy():
+    g = R.Generator.from_seed(3)
+    kids = g.split(3)
+    draws = [k.normal([4]).numpy() for k in kids]
+    assert not np.array_equal(draws[0], draws[1])
+    again = [k.normal([4]).numpy() for k in R.Generator.from_seed(3).split(3)]
+    np.testing.assert_array_equal(draws, again)
+    seeds = g.make_seeds(2)
+    assert seeds.shape == (2, 2) and seeds.dtype == np.int64
+    R.stateless_uniform([2], seed=seeds[:, 0])
+    full = g.uniform_full_int([1000], lk.int8).numpy()
+    assert full.dtype == np.int8 and full.min() < -100 and full.max() > 100
+    a = R.Generator.from_non_deterministic_state().normal([4]).numpy()
+    b = R.Generator.from_non_deterministic_state().normal([4]).numpy()
+    assert not np.array_equal(a, b)
+
+
+def test_gamma_and_poisson_shapes_moments_and_graph_redraws():
+    g = R.gamma([20000], alpha=[1.0, 4.0], beta=2.0, seed=1).numpy()
+    assert g.shape == (20000, 2) and g.dtype == np.float32 and g.min() > 0
+    np.testing.assert_allclose(g.mean(0), [0.5, 2.0], rtol=0.05)
+    np.testing.assert_allclose(g.var(0), [0.25, 1.0], rtol=0.08)
+    p = R.poisson([20000], [1.0, 6.0], seed=1).numpy()
+    assert p.shape == (20000, 2) and np.all(p == np.round(p))
+    np.testing.assert_allclose(p.mean(0), [1.0, 6.0], rtol=0.05)
+    assert R.poisson([3], 2.0, dtype=lk.int64).dtype == np.int64
+    np.testing.assert_array_equal(R.gamma([3], 2.0, seed=4), R.gamma([3], 2.0, seed=4))
+    f = lk.function(lambda: R.poisson([50], 5.0))
+    assert not np.array_equal(f(), f())

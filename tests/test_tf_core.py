@@ -334,3 +334,24 @@ def test_tensor_shape_is_a_tuple_with_tensorshape_methods():
         return lk.reshape(t, [t.shape.as_list()[0], -1])
 
     assert f(x).shape == (2, 12)
+
+
+def test_variable_scatter_updates_and_assign_arguments():
+    v = lk.Variable([1.0, 2.0, 3.0, 4.0])
+    assert v.scatter_nd_update([[1], [3]], [9.0, 8.0]) is v
+    v.scatter_nd_add([[0], [0]], [1.0, 1.0])  # repeated indices add up
+    v.scatter_nd_sub([[2]], [0.5])
+    np.testing.assert_array_equal(v.numpy(), [3.0, 9.0, 2.5, 8.0])
+    assert v.assign([0.0, 0.0, 0.0, 0.0], read_value=False) is None
+    assert v.assign_add([1.0, 1.0, 1.0, 1.0], use_locking=True) is v
+    assert v.assign_sub([1.0, 1.0, 1.0, 1.0], read_value=False) is None
+    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0, 0.0, 0.0])
+    w = lk.Variable(lk.zeros((2, 2)))
+
+    @lk.function
+    def f(i):
+        w.scatter_nd_add([[0, 0]], lk.reshape(i, [1]))
+        return w.read_value()
+
+    f(lk.constant(1.0))
+    np.testing.assert_array_equal(f(lk.constant(2.0)), [[3.0, 0.0], [0.0, 0.0]])

@@ -253,17 +253,22 @@ class Variable(Tensor):
             )
         return a
 
-    def assign(self, value) -> Variable:
+    # ``use_locking`` and ``name`` are TensorFlow's (accepted, no effect); with
+    # ``read_value=False`` the update returns None, as TF returns the op then.
+    def assign(self, value, use_locking=None, name=None, read_value: bool = True):
         """Set the value in place; the shape must match. Returns the variable."""
-        return self._update("assign", value)
+        self._update("assign", value)
+        return self if read_value else None
 
-    def assign_add(self, delta) -> Variable:
+    def assign_add(self, delta, use_locking=None, name=None, read_value: bool = True):
         """Add ``delta`` to the value (shape must match). Returns the variable."""
-        return self._update("assign_add", delta)
+        self._update("assign_add", delta)
+        return self if read_value else None
 
-    def assign_sub(self, delta) -> Variable:
+    def assign_sub(self, delta, use_locking=None, name=None, read_value: bool = True):
         """Subtract ``delta`` from the value (shape must match). Returns the variable."""
-        return self._update("assign_sub", delta)
+        self._update("assign_sub", delta)
+        return self if read_value else None
 
     def _update(self, method: str, value) -> Variable:
         a = self._checked(value, method)

@@ -29,7 +29,7 @@ import numpy as np
 
 from layerkit._core import context
 from layerkit._core.convert import FLOATX, as_dtype, to_array
-from layerkit._core.op import Op, apply
+from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.primitives.creation import shape_arg
 
@@ -145,6 +145,18 @@ def _shuffle_fwd(value, source):
     return value[rng_of(source).permutation(value.shape[0])]
 
 
+def _gamma_fwd(alpha, beta, shape, dtype, source):
+    a, b = np.broadcast_arrays(alpha, beta)
+    z = rng_of(source).standard_gamma(a, size=tuple(shape) + a.shape)
+    return np.asarray(z / b, dtype)
+
+
+def _poisson_fwd(lam, shape, dtype, source):
+    return rng_of(source).poisson(lam, size=tuple(shape) + lam.shape).astype(dtype)
+
+
+_GAMMA = Op("random_gamma", _gamma_fwd, stateful=True)
+_POISSON = Op("random_poisson", _poisson_fwd, stateful=True)
 _NORMAL = Op("random_normal", _normal_fwd, stateful=True)
 _TRUNCATED_NORMAL = Op("random_truncated_normal", _truncated_normal_fwd, stateful=True)
 _UNIFORM = Op("random_uniform", _uniform_fwd, stateful=True)
@@ -231,9 +243,32 @@ class Generator:
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 
     @classmethod
-    def from_seed(cls, seed: int) -> Generator:
-        """TF-style constructor: ``Generator.from_seed(seed)``."""
+    def from_seed(cls, seed: int, alg=None) -> Generator:
+        """TF-style constructor: ``Generator.from_seed(seed)`` (``alg`` is accepted; the
+        stream is always PCG64)."""
         return cls(seed)
+
+    @classmethod
+    def from_non_deterministic_state(cls, alg=None) -> Generator:
+        """A generator seeded from fresh OS entropy (``tf.random.Generator``'s name)."""
+        return cls(int(np.random.SeedSequence().entropy % (2**63)))
+
+    def split(self, count: int = 1) -> list:
+        """``count`` new independent generators seeded from this stream (which advances)."""
+        return [Generator(self.next_seed()) for _ in range(int(count))]
+
+    def make_seeds(self, count: int = 1) -> Tensor:
+        """A ``(2, count)`` int64 tensor of stateless seeds (one per column), drawn from
+        this stream, for the ``lk.random.stateless_*`` functions."""
+        return wrap(self._rng.integers(0, 2**63 - 1, (2, int(count)),
+                                                     dtype=np.int64))
+
+    def uniform_full_int(self, shape, dtype=np.int64) -> Tensor:
+        """Integers drawn uniformly from the whole range of ``dtype``."""
+        dt = as_dtype(dtype)
+        info = np.iinfo(dt)
+        return wrap(self._rng.integers(info.min, info.max, _shape(
+            shape, "uniform_full_int"), dtype=dt, endpoint=True))
 
     @property
     def seed(self) -> int:
@@ -511,6 +546,24 @@ def categorical(logits, num_samples: int, dtype=_INT64, seed=None) -> Tensor:
         Integer tensor of shape ``(batch, num_samples)``.
     """
     return _categorical(source_of(seed, "lk.random.categorical"), logits, num_samples, dtype)
+
+
+def gamma(shape, alpha, beta=None, dtype=FLOATX, seed=None) -> Tensor:
+    """Gamma samples of shape ``shape + broadcast(alpha, beta).shape`` (``tf.random.gamma``:
+    ``alpha`` the concentration, ``beta`` the rate, 1 by default). ``seed`` as in
+    :func:`normal`. No gradient flows to ``alpha``/``beta``."""
+    dt = _float_dtype(dtype, "gamma")
+    return apply(_GAMMA, _param(alpha, dt), _param(1.0 if beta is None else beta, dt),
+                 shape=_shape(shape, "gamma"), dtype=dt,
+                 source=source_of(seed, "lk.random.gamma"))
+
+
+def poisson(shape, lam, dtype=FLOATX, seed=None) -> Tensor:
+    """Poisson counts of shape ``shape + lam.shape`` with rates ``lam`` (``tf.random.poisson``;
+    float32 by default, integer dtypes allowed). ``seed`` as in :func:`normal`."""
+    dt = as_dtype(dtype)
+    return apply(_POISSON, _param(lam, np.dtype(np.float64)), shape=_shape(shape, "poisson"),
+                 dtype=dt, source=source_of(seed, "lk.random.poisson"))
 
 
 def shuffle(value, seed=None) -> Tensor:

@@ -15,6 +15,7 @@ import numpy as np
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.variable import Variable
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
@@ -308,3 +309,24 @@ _UNRAVEL = Op("unravel_index", lambda i, dims: np.stack(np.unravel_index(i, dims
 
 
 __all__ = top_level(__name__)
+
+
+# ---- Variable.scatter_nd_* (tf.Variable's sparse updates) --------------------------------
+def _variable_scatter(method: str, combine):
+    def update(self, indices, updates, name: str | None = None):
+        return self.assign(combine(self.value(), indices, updates))
+    update.__name__ = update.__qualname__ = method
+    update.__doc__ = (f"``tf.Variable.{method}``: assign the result of "
+                      f"``lk.tensor_{method}(variable, indices, updates)``; returns the "
+                      f"variable.")
+    return update
+
+
+def _scatter_nd_sub(tensor, indices, updates):
+    return tensor_scatter_nd_add(tensor, indices, _ew.negative(convert_to_tensor(updates)))
+
+
+for _name, _combine in (("scatter_nd_update", tensor_scatter_nd_update),
+                        ("scatter_nd_add", tensor_scatter_nd_add),
+                        ("scatter_nd_sub", _scatter_nd_sub)):
+    setattr(Variable, _name, _variable_scatter(_name, _combine))
