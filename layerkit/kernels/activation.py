@@ -14,7 +14,8 @@ def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
     """``x`` where ``x > 0``, else ``alpha * x`` (NaN stays NaN)."""
     y = np.multiply(x, alpha)
     if 0 <= alpha <= 1:
-        return np.maximum(x, y, out=y)
+        # (a 0-d input gives a NumPy scalar, which cannot be an ``out``)
+        return np.maximum(x, y, out=y) if isinstance(y, np.ndarray) else np.maximum(x, y)
     return np.where(x > 0, x, y)
 
 
@@ -24,6 +25,8 @@ def leaky_relu_grad(g: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
     dtype = np.result_type(g, x)
     if 0 <= alpha <= 1:
         s = np.sign(x).astype(dtype, copy=False)
+        if not isinstance(s, np.ndarray):  # a 0-d input: NumPy gives a scalar
+            s = np.asarray(s)
         np.fmax(s, np.asarray(alpha, dtype), out=s)  # 1 where x > 0, else alpha
         return np.multiply(s, g, out=s)
     return np.where(x > 0, g, np.multiply(g, alpha)).astype(dtype, copy=False)
