@@ -299,6 +299,12 @@ def case_custom_loop():
     mean = lk.distribute.allreduce([lk.constant(v), lk.constant(np.float32(RANK))])
     big_sum = lk.distribute.allreduce(big, op="sum").numpy()
     total = lk.distribute.allreduce({"v": v}, op="sum")["v"]
+    big_mean = lk.distribute.allreduce([big])[0].numpy()    # divided in this rank's part
+    ints = lk.distribute.allreduce(np.arange(5) * (RANK + 1))   # int64 -> float32 mean
+    # results handed out are never overwritten by later calls; dropped ones are recycled
+    held = lk.distribute.allreduce([v, big], op="sum")
+    held_view = held[1].numpy()[10:20]
+    later = [lk.distribute.allreduce([v * 2, big * 2], op="sum") for _ in range(3)]
     red_mean_axis = strategy.reduce(lk.distribute.ReduceOp.MEAN, lk.constant(v), axis=0)
     ranks = np.arange(1, N + 1, dtype=np.float32)
     base = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -309,6 +315,16 @@ def case_custom_loop():
         "allreduce_sum_ok": bool(np.allclose(total.numpy(), base * ranks.sum())
                                  and np.array_equal(big_sum, np.arange(100_003, dtype=np.float32)
                                                     * ranks.sum())),
+        "allreduce_big_mean_ok": bool(np.array_equal(
+            big_mean, np.arange(100_003, dtype=np.float32) * ranks.sum() / np.float32(N))),
+        "allreduce_int_mean_ok": bool(ints.dtype == np.float32 and np.allclose(
+            ints.numpy(), np.arange(5) * ranks.mean())),
+        "allreduce_held_ok": bool(
+            np.array_equal(held[0].numpy(), base * ranks.sum())
+            and np.array_equal(held[1].numpy(), np.arange(100_003, dtype=np.float32)
+                               * ranks.sum())
+            and np.array_equal(held_view, np.arange(10, 20, dtype=np.float32) * ranks.sum())
+            and all(np.array_equal(t[0].numpy(), 2 * base * ranks.sum()) for t in later)),
         "reduce_mean_axis_ok": bool(np.allclose(red_mean_axis.numpy(),
                                                 (base * ranks[:, None, None]).mean(axis=(0, 1)))),
         "same_weights": same_on_all_ranks(w)}
