@@ -2,7 +2,7 @@
 
 A *plan* is made once per list layout (shapes and dtypes, in order):
 
-- arrays of at least ``LARGE_BYTES`` (1 MiB) are reduced on their own, without copying them:
+- arrays of at least ``LARGE_BYTES`` (4 MiB) are reduced on their own, without copying them:
   a reduce-scatter reads the gradient and writes this rank's part of the sum into the
   plan's buffer, and an in-place all-gather completes it (the gradient itself is never
   written: it may be a buffer or a constant of a traced step). An ``Allreduce(send,
@@ -36,7 +36,7 @@ import zlib
 
 import numpy as np
 
-LARGE_BYTES = 1 << 20         # 1 MiB: reduced on its own from this size
+LARGE_BYTES = 1 << 22         # 4 MiB: reduced on its own from this size
 DEFAULT_PACK_BYTES = 1 << 24  # 16 MiB buckets
 POOL = 2                      # recycled fresh buffer sets per plan
 
@@ -89,6 +89,7 @@ class Plan:
 
     def __init__(self, layout: tuple, pack_bytes: int) -> None:
         self.layout = layout                  # ((shape, dtype), ...)
+        self.floats = all(np.dtype(dt).kind in "fc" for _, dt in layout)
         self.hash = layout_hash(layout)
         self.solo: list[int] = []             # indices reduced on their own
         self.buckets: list[tuple] = []        # (dtype, [(index, offset, size), ...], total)

@@ -49,7 +49,7 @@ class CommunicationOptions:
 
     Args:
         bytes_per_pack: bucket size for fusing small gradients into one all-reduce
-            (0: layerkit's default, 16 MiB); gradients of 1 MiB or more go alone.
+            (0: layerkit's default, 16 MiB); gradients of 4 MiB or more go alone.
         timeout_seconds: a collective that has not completed after this long aborts the
             whole job with a message (None: the ``LAYERKIT_DISTRIBUTE_TIMEOUT``
             environment variable, else 300 s). A rank that raises or dies ends the job at
@@ -382,9 +382,13 @@ class MultiWorkerMirroredStrategy(Strategy):
         if w.size == 1 or w.solo:
             return Strategy._allreduce_arrays(self, arrays, op)
         arrays = [np.asarray(a) for a in arrays]
+        mean = op is ReduceOp.MEAN
+        plan = self._reducer.plan(arrays)
+        if plan.floats:   # the results are final as they are
+            return self._reducer.reduce(arrays, fresh=True, what="strategy.reduce",
+                                        average=mean, plan=plan)[0]
         # integers and bools travel as float64 (exact below 2**53) and come back as they were
         send = [a if a.dtype.kind in "fc" else a.astype(np.float64) for a in arrays]
-        mean = op is ReduceOp.MEAN
         results, _ = self._reducer.reduce(send, fresh=True, what="strategy.reduce",
                                           average=mean)
         return [_finish(r, a.dtype, op, 1) for r, a in zip(results, arrays)]
