@@ -110,6 +110,8 @@ class Plan:
             b[2] += size
         self.buckets = [tuple(b) for b in self.buckets]
         self.members = [[i for i, _, _ in members] for _, members, _ in self.buckets]
+        # one bucket of every array, in order: pack the caller's list as it is
+        self.whole = not self.solo and len(self.members) == 1
         self._buffers = None
         self._pool: list = []
         self._split = None
@@ -234,8 +236,8 @@ class Reducer:
             if zero:
                 buf.fill(0)
             else:
-                np.concatenate([arrays[i] for i in members], axis=None, out=buf,
-                               casting="unsafe")
+                np.concatenate(arrays if plan.whole else [arrays[i] for i in members],
+                               axis=None, out=buf, casting="unsafe")
                 if scale is not None:
                     np.multiply(buf, scale, out=buf)
             requests.append(comm.Iallreduce(MPI.IN_PLACE, buf, op=SUM))

@@ -185,7 +185,7 @@ class Strategy:
             return self._allreduce_structure(value, op)
         leaves = flatten(value)
         arrays = [np.asarray(leaf._v if isinstance(leaf, Tensor) else leaf) for leaf in leaves]
-        sums = [np.sum(a, axis=axis) for a in arrays]
+        sums = [np.asarray(np.sum(a, axis=axis)) for a in arrays]
         counts = np.array([a.shape[axis] for a in arrays], np.float64)
         total = self._allreduce_arrays(sums + [counts], ReduceOp.SUM)
         out = []
@@ -381,7 +381,6 @@ class MultiWorkerMirroredStrategy(Strategy):
         w = self._world
         if w.size == 1 or w.solo:
             return Strategy._allreduce_arrays(self, arrays, op)
-        arrays = [np.asarray(a) for a in arrays]
         mean = op is ReduceOp.MEAN
         plan = self._reducer.plan(arrays)
         if plan.floats:   # the results are final as they are
