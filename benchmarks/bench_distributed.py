@@ -2,18 +2,24 @@
 the machine's own limit.
 
 1. All-reduce, 2 ranks on this machine: ``lk.distribute.allreduce`` of a list of arrays
-   (sum; fused buckets, large arrays alone) and the gradient path ``fit`` uses, against a
-   raw mpi4py ``Allreduce`` of one buffer of the same bytes. Layouts: one 16 MB array; the
-   CNN's gradients (1.7 MB in 8 arrays); 16 MB as 64 arrays of 256 KB; 4 MB as 1,000
-   arrays of 4 KB. Medians of interleaved rounds, each after a barrier. Also a raw size
-   sweep (latency and bandwidth of MPI on this machine).
-2. Training the CNN of bench_training.py (batch 64 per process, SGD momentum, ``fit``):
+   (sum and mean) and the gradient path ``fit`` uses (mean over the global batch), against
+   raw mpi4py on the same bytes: ``raw`` = the faster of ``Allreduce`` and
+   ``Iallreduce``+``Wait`` in place on ONE preallocated flat buffer (the strict
+   baseline); ``raw each`` = an in-place ``Allreduce`` of each array of the layout;
+   ``floor`` = packing the arrays into one preallocated buffer, then ``raw``'s call (the
+   least a fused reduction of arrays that must not be written costs). Layouts: one 16 MB
+   array; the CNN's gradients (1.7 MB in 8 arrays); 16 MB as 64 arrays of 256 KB; 4 MB
+   as 1,000 arrays of 4 KB. Medians of interleaved rounds, each call after a barrier.
+   Also a raw size sweep (latency and bandwidth of MPI on this machine).
+2. Overlap: does an ``Iallreduce`` progress while the rank computes (GEMMs), with mpich's
+   default progress and with its progress thread (``MPIR_CVAR_ASYNC_PROGRESS=1``)?
+3. Training the CNN of bench_training.py (batch 64 per process, SGD momentum, ``fit``):
    two independent 1-thread trainings running at once (the machine's own limit for two
    processes) against 2 ranks x 1 thread with ``MultiWorkerMirroredStrategy`` (global batch
    128), alternating, in the same run; also one 1-thread training alone, for the
    machine's 2-process scaling. Throughput is samples/s from the median epoch time
    (each epoch 30 steps, the first epoch, with the traces, left out).
-3. The scaling model of docs/distributed.md evaluated with this run's constants: checked
+4. The scaling model of docs/distributed.md evaluated with this run's constants: checked
    against the 2-rank measurement, and predicted for 8-64 nodes on 10 and 25 Gb/s.
 
 Processes: this script starts the others (``mpiexec -n 2`` for the ranks, plain
@@ -23,7 +29,7 @@ training process: the ranks limit themselves (``MultiWorkerMirroredStrategy`` gi
 the 2 ranks its share of the 2 cores), the independent ones call the same limiter.
 The load average is printed at the start and the end: figures taken under load are noisy.
 
-Run: python benchmarks/bench_distributed.py [--quick]
+Run: python benchmarks/bench_distributed.py [--quick] [--allreduce-only | --progress-only]
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ sys.path[:0] = [str(HERE), str(ROOT)]   # this checkout's layerkit
 from _common import clean_blas_env, table  # noqa: E402
 
 QUICK = "--quick" in sys.argv
+ALLREDUCE_ONLY = "--allreduce-only" in sys.argv   # section 1 only
+PROGRESS_ONLY = "--progress-only" in sys.argv     # section 2 only
 STEPS = 30          # per epoch
 EPOCHS = 4 if QUICK else 7
 ROUNDS = 1 if QUICK else 3
@@ -108,10 +116,26 @@ def worker_train(dist: bool) -> None:
 
 
 def worker_allreduce() -> None:
-    """Time raw mpi4py Allreduce vs lk.distribute's on several layouts; print JSON."""
+    """Time lk.distribute's all-reduce against raw mpi4py on several layouts; print JSON.
+
+    Per layout, interleaved in each round (a barrier before each call):
+    - ``raw``: the faster (by median) of a blocking ``Allreduce`` and an ``Iallreduce`` +
+      ``Wait``, in place on ONE preallocated flat buffer of the layout's bytes: the best
+      raw mpi4py does with the bytes already in one buffer (the strict baseline);
+    - ``raw_each``: a blocking in-place ``Allreduce`` of each preallocated array of the
+      layout in turn (raw mpi4py on the same layout);
+    - ``floor``: ``np.concatenate`` of the layout's arrays into a preallocated flat buffer
+      then ``raw``'s call: what any fused reduction of separate arrays that must not be
+      written costs at least (the pack copy);
+    - ``allreduce`` / ``allreduce_mean``: ``lk.distribute.allreduce(arrays, op=...)``
+      (returns new Tensors: the arrays are not written);
+    - ``gradients``: fit's path, ``strategy._reduce_gradients`` during a fit step (the
+      mean over the global batch, results in persistent buffers).
+    """
     import numpy as np
 
     import layerkit as lk
+    from layerkit.distribute.training import FitState
 
     strategy = lk.distribute.MultiWorkerMirroredStrategy()
     world = strategy._world
@@ -123,18 +147,42 @@ def worker_allreduce() -> None:
         "16 MB as 64 x 256 KB": [(1 << 16,)] * 64,
         "4 MB as 1000 x 4 KB": [(1024,)] * 1000,
     }
-    reps = 10 if QUICK else 30
+    reps = 15 if QUICK else 60
     out = {}
     for name, shapes in layouts.items():
         arrays = [np.ones(s, np.float32) for s in shapes]
+        each = [np.ones(s, np.float32) for s in shapes]
         total = sum(a.size for a in arrays)
         flat = np.ones(total, np.float32)
-        samples = {"raw": [], "allreduce": [], "gradients": []}
+        packed = np.empty(total, np.float32)
+        work = [(None, g, None) for g in arrays]
+
+        def gradients(work=work):
+            strategy._fit = FitState(1.0)
+            try:
+                strategy._reduce_gradients(None, work)
+            finally:
+                strategy._fit = None
+
+        def raw_each(each=each):
+            for a in each:
+                comm.Allreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+
+        def floor(arrays=arrays, packed=packed):
+            np.concatenate(arrays, axis=None, out=packed)
+            comm.Allreduce(MPI.IN_PLACE, packed, op=MPI.SUM)
+
         fns = {
-            "raw": lambda flat=flat: comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM),
+            "raw_blocking": lambda flat=flat: comm.Allreduce(MPI.IN_PLACE, flat, op=MPI.SUM),
+            "raw_nonblocking": lambda flat=flat: comm.Iallreduce(MPI.IN_PLACE, flat,
+                                                                 op=MPI.SUM).Wait(),
+            "raw_each": raw_each,
+            "floor": floor,
             "allreduce": lambda arrays=arrays: lk.distribute.allreduce(arrays, op="sum"),
-            "gradients": lambda arrays=arrays: strategy._reducer.reduce(arrays),
+            "allreduce_mean": lambda arrays=arrays: lk.distribute.allreduce(arrays),
+            "gradients": gradients,
         }
+        samples = {k: [] for k in fns}
         for fn in fns.values():
             fn()
         for _ in range(reps):
@@ -143,7 +191,9 @@ def worker_allreduce() -> None:
                 t0 = time.perf_counter()
                 fn()
                 samples[k].append(time.perf_counter() - t0)
-        out[name] = {"bytes": total * 4, **{k: statistics.median(v) for k, v in samples.items()}}
+        r = {"bytes": total * 4, **{k: statistics.median(v) for k, v in samples.items()}}
+        r["raw"] = min(r["raw_blocking"], r["raw_nonblocking"])
+        out[name] = r
     # latency and bandwidth of raw MPI over a size sweep
     sweep = []
     for nbytes in (4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20):
@@ -159,10 +209,84 @@ def worker_allreduce() -> None:
         print(json.dumps({"layouts": out, "sweep": sweep}), flush=True)
 
 
+def worker_progress() -> None:
+    """Does a non-blocking all-reduce progress while this rank computes? Print JSON.
+
+    Per size, interleaved rounds (a barrier before each case; 1 BLAS thread per rank):
+    ``compute`` (K small GEMMs, about as long as the all-reduce), ``allreduce`` (a blocking
+    in-place Allreduce alone), ``sequential`` (compute, then Allreduce), ``overlap``
+    (Iallreduce, compute, Wait) and ``polled`` (Iallreduce, then after each GEMM a
+    ``Test``: what a hook between the backward pass's ops could do). The hidden fraction
+    ``(sequential - case) / allreduce`` is 1 when the transfer is fully hidden, 0 when it
+    is not overlapped at all.
+    """
+    import numpy as np
+
+    import layerkit as lk
+
+    strategy = lk.distribute.MultiWorkerMirroredStrategy()
+    world = strategy._world
+    comm, MPI = world.comm, world.MPI
+    reps = 8 if QUICK else 25
+    a = np.random.default_rng(world.rank).random((192, 192), dtype=np.float32)
+    chunk = a @ a
+    out = {}
+    for nbytes in (1_686_568, 16 << 20):
+        buf = np.ones(nbytes // 4, np.float32)
+
+        def allreduce(buf=buf):
+            comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+
+        def gemms(k):
+            for _ in range(k):
+                np.matmul(a, a, out=chunk)
+
+        # K GEMMs taking about as long as the all-reduce (agreed on by both ranks)
+        t_ar, t_g = [], []
+        for _ in range(9):
+            t_ar.append(_timed(comm, allreduce))
+            t_g.append(_timed(comm, lambda: gemms(10)) / 10)
+        k = np.array([max(1, round(statistics.median(t_ar) / statistics.median(t_g)))],
+                     np.int64)
+        comm.Allreduce(MPI.IN_PLACE, k, op=MPI.MAX)
+        k = int(k[0])
+
+        def overlap(buf=buf, k=k):
+            req = comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+            gemms(k)
+            req.Wait()
+
+        def polled(buf=buf, k=k):
+            req = comm.Iallreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+            for _ in range(k):
+                np.matmul(a, a, out=chunk)
+                req.Test()
+            req.Wait()
+
+        fns = {"compute": lambda k=k: gemms(k), "allreduce": allreduce,
+               "sequential": lambda k=k: (gemms(k), allreduce()), "overlap": overlap,
+               "polled": polled}
+        samples = {name: [] for name in fns}
+        for _ in range(reps):
+            for name, fn in fns.items():
+                samples[name].append(_timed(comm, fn))
+        out[str(nbytes)] = {"gemms": k, **{n: statistics.median(v) for n, v in samples.items()}}
+    if world.rank == 0:
+        print(json.dumps(out), flush=True)
+
+
+def _timed(comm, fn) -> float:
+    comm.Barrier()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 # ---- the driver -----------------------------------------------------------------------------
-def _run(cmd: list) -> subprocess.Popen:
+def _run(cmd: list, extra_env: dict | None = None) -> subprocess.Popen:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra_env or {})
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=str(ROOT))
 
@@ -178,6 +302,27 @@ def _throughput(r: dict) -> float:
     return r["samples_per_epoch"] / statistics.median(r["epoch_times"])
 
 
+def progress(mpiexec: str, me: list) -> None:
+    """Section 2: does a non-blocking all-reduce progress during computation?"""
+    rows = []
+    for label, env in (("mpich default (no progress thread)", {}),
+                       ("MPIR_CVAR_ASYNC_PROGRESS=1 (a progress thread per rank)",
+                        {"MPIR_CVAR_ASYNC_PROGRESS": "1"})):
+        res = _result(_run([mpiexec, "-n", "2", *me, "--worker=progress"], env))
+        for nbytes, r in res.items():
+            hidden = {c: (r["sequential"] - r[c]) / r["allreduce"] for c in ("overlap", "polled")}
+            rows.append([label, f"{int(nbytes) / 1e6:.1f} MB", r["gemms"],
+                         f"{r['compute'] * 1e3:.1f}", f"{r['allreduce'] * 1e3:.1f}",
+                         f"{r['sequential'] * 1e3:.1f}", f"{r['overlap'] * 1e3:.1f}",
+                         f"{r['polled'] * 1e3:.1f}", f"{hidden['overlap']:.2f}",
+                         f"{hidden['polled']:.2f}"])
+    print("\nOverlap of a non-blocking all-reduce with computation, 2 ranks x 1 thread; "
+          "medians in ms; hidden = (sequential - case) / allreduce (1: fully hidden)")
+    print(table(rows, ["MPI progress", "bytes", "GEMMs", "compute", "allreduce",
+                       "sequential", "Iallreduce+compute", "... + Test per GEMM",
+                       "hidden", "hidden (polled)"]))
+
+
 def main() -> None:
     clean_blas_env()
     from layerkit.distribute.launch import find_mpiexec
@@ -187,16 +332,28 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} "
           f"{os.getloadavg()[2]:.2f} ({os.cpu_count()} cores)")
 
+    if PROGRESS_ONLY:
+        progress(mpiexec, me)
+        return
+
     # 1. all-reduce
     ar = _result(_run([mpiexec, "-n", "2", *me, "--worker=allreduce"]))
     rows = []
     for name, r in ar["layouts"].items():
-        rows.append([name, f"{r['raw'] * 1e3:.3f}", f"{r['allreduce'] * 1e3:.3f}",
-                     f"{r['gradients'] * 1e3:.3f}", f"{r['bytes'] / r['raw'] / 1e9:.2f}",
-                     f"{r['raw'] / r['allreduce']:.2f}x", f"{r['raw'] / r['gradients']:.2f}x"])
-    print("\nAll-reduce (sum), 2 ranks on this machine; medians in ms; bandwidth = bytes / time")
-    print(table(rows, ["layout", "raw mpi4py", "lk allreduce", "lk gradients", "raw GB/s",
-                       "allreduce bw vs raw", "gradients bw vs raw"]))
+        raw = r["raw"]
+        rows.append([name, f"{r['raw_blocking'] * 1e3:.3f}", f"{r['raw_nonblocking'] * 1e3:.3f}",
+                     f"{r['raw_each'] * 1e3:.3f}", f"{r['floor'] * 1e3:.3f}",
+                     f"{r['allreduce'] * 1e3:.3f}", f"{r['allreduce_mean'] * 1e3:.3f}",
+                     f"{r['gradients'] * 1e3:.3f}", f"{raw / r['floor']:.2f}x",
+                     f"{raw / r['allreduce']:.2f}x", f"{raw / r['allreduce_mean']:.2f}x",
+                     f"{raw / r['gradients']:.2f}x", f"{r['raw_each'] / r['allreduce']:.2f}x"])
+    print("\nAll-reduce, 2 ranks on this machine; medians in ms. raw = the faster of "
+          "Allreduce / Iallreduce+Wait in place on one flat buffer of the same bytes; "
+          "raw each = in-place Allreduce of each array; floor = pack copy + raw; "
+          "ratios are bandwidth vs raw (raw time / time)")
+    print(table(rows, ["layout", "raw Allreduce", "raw Iallreduce", "raw each", "floor",
+                       "lk sum", "lk mean", "fit path", "floor/raw", "lk sum/raw",
+                       "lk mean/raw", "fit/raw", "lk sum vs raw each"]))
     sweep = dict(ar["sweep"])
     print("raw sweep (bytes: ms): " + ", ".join(f"{s >> 10} KB: {t * 1e3:.3f}"
                                                  for s, t in ar["sweep"]))
@@ -205,7 +362,13 @@ def main() -> None:
           f"{(16 << 20) / sweep[16 << 20] / 1e9:.2f} GB/s at 16 MB (2 ranks: the ring moves "
           f"2(N-1)/N = 1 x the bytes)")
 
-    # 2. training: 2 independent 1-thread processes vs 2 ranks x 1 thread, alternating
+    if ALLREDUCE_ONLY:
+        return
+    progress(mpiexec, me)
+    if PROGRESS_ONLY:
+        return
+
+    # 3. training: 2 independent 1-thread processes vs 2 ranks x 1 thread, alternating
     pair, dist, alone = [], [], []
     for _ in range(ROUNDS):
         ps = [_run([*me, "--worker=single"]) for _ in range(2)]
@@ -232,7 +395,7 @@ def main() -> None:
     print(f"rounds (pair / dist / alone): {[round(v) for v in pair]} / "
           f"{[round(v) for v in dist]} / {[round(v) for v in alone]}")
 
-    # 3. the scaling model of docs/distributed.md, with this run's constants
+    # 4. the scaling model of docs/distributed.md, with this run's constants
     cnn = ar["layouts"]["CNN gradients (1.7 MB, 8 arrays)"]
     grad_bytes = cnn["bytes"]
     own = max(0.0, cnn["gradients"] - cnn["raw"])     # layerkit's cost beyond raw MPI
@@ -264,6 +427,8 @@ if __name__ == "__main__":
     kind = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--worker=")), None)
     if kind == "allreduce":
         worker_allreduce()
+    elif kind == "progress":
+        worker_progress()
     elif kind in ("single", "dist"):
         worker_train(kind == "dist")
     else:

@@ -2,7 +2,7 @@
 
 A *plan* is made once per list layout (shapes and dtypes, in order):
 
-- arrays of at least ``LARGE_BYTES`` (1 MiB) are reduced on their own, without copying them:
+- arrays of at least ``LARGE_BYTES`` (4 MiB) are reduced on their own, without copying them:
   a reduce-scatter reads the gradient and writes this rank's part of the sum into the
   plan's buffer, and an in-place all-gather completes it (the gradient itself is never
   written: it may be a buffer or a constant of a traced step). An ``Allreduce(send,
@@ -19,17 +19,26 @@ gradients: each rank's weight (for fit's mean over the global batch), whether it
 (ranks that ran out take part with zeros) and a hash of the layout (ranks that update
 different variables fail with a clear error instead of mixing values).
 
-Gradient buffers are owned by the plan and reused every step; the public
-``lk.distribute.allreduce`` asks for fresh ones instead.
+A mean (``average=True``) divides by the summed weights in place, without a separate
+pass over a large array: a large array's own part is divided between its reduce-scatter
+and its all-gather (1/N of its bytes per rank), a bucket once after its all-reduce.
+
+Gradient buffers are owned by the plan and reused every step. The public
+``lk.distribute.allreduce`` returns views into its buffers, so it asks for *fresh* ones:
+a set whose earlier results nobody holds any more (reference counts back to what the
+set holds itself) is recycled, else a new set is allocated. Recycling saves the page
+faults of new large buffers and the views' construction for many small arrays.
 """
 from __future__ import annotations
 
+import sys
 import zlib
 
 import numpy as np
 
-LARGE_BYTES = 1 << 20         # 1 MiB: reduced on its own from this size
-DEFAULT_PACK_BYTES = 1 << 22  # 4 MiB buckets
+LARGE_BYTES = 1 << 22         # 4 MiB: reduced on its own from this size
+DEFAULT_PACK_BYTES = 1 << 24  # 16 MiB buckets
+POOL = 2                      # recycled fresh buffer sets per plan
 
 # control vector: [weight, has data, layout hash]
 _W, _HAS, _HASH = 0, 1, 2
@@ -44,7 +53,7 @@ def layout_hash(layout: tuple) -> float:
 class Buffers:
     """One set of buffers for a plan, with the result views into them."""
 
-    __slots__ = ("solo", "buckets", "control", "results", "flat")
+    __slots__ = ("solo", "buckets", "control", "results", "flat", "_owned", "_refs")
 
     def __init__(self, plan: Plan) -> None:
         layout = plan.layout
@@ -58,6 +67,21 @@ class Buffers:
         for (_, members, _), buf in zip(plan.buckets, self.buckets):
             for i, off, size in members:
                 self.results[i] = buf[off:off + size].reshape(layout[i][0])
+        self._owned = [*self.buckets, *self.solo.values(), *self.results]
+        self._refs = None
+
+    def _counts(self) -> list:
+        return [sys.getrefcount(a) for a in self._owned]
+
+    def lend(self) -> None:
+        """Remember the reference counts of this set's own arrays and views (taken before
+        its results are handed out)."""
+        if self._refs is None:
+            self._refs = self._counts()
+
+    def free(self) -> bool:
+        """Whether no result of an earlier call (nor a view of one) is still held."""
+        return self._counts() == self._refs
 
 
 class Plan:
@@ -65,6 +89,7 @@ class Plan:
 
     def __init__(self, layout: tuple, pack_bytes: int) -> None:
         self.layout = layout                  # ((shape, dtype), ...)
+        self.floats = all(np.dtype(dt).kind in "fc" for _, dt in layout)
         self.hash = layout_hash(layout)
         self.solo: list[int] = []             # indices reduced on their own
         self.buckets: list[tuple] = []        # (dtype, [(index, offset, size), ...], total)
@@ -85,7 +110,10 @@ class Plan:
             b[2] += size
         self.buckets = [tuple(b) for b in self.buckets]
         self.members = [[i for i, _, _ in members] for _, members, _ in self.buckets]
+        # one bucket of every array, in order: pack the caller's list as it is
+        self.whole = not self.solo and len(self.members) == 1
         self._buffers = None
+        self._pool: list = []
         self._split = None
         self._scratch = None
 
@@ -112,9 +140,17 @@ class Plan:
         return buf
 
     def buffers(self, fresh: bool) -> Buffers:
-        """The plan's buffers (reused across calls), or a new set if ``fresh``."""
+        """The plan's buffers (reused across calls), or if ``fresh`` a set that no earlier
+        result still uses (recycled, else new)."""
         if fresh:
-            return Buffers(self)
+            for b in self._pool:
+                if b.free():
+                    return b
+            b = Buffers(self)
+            if len(self._pool) < POOL:
+                b.lend()
+                self._pool.append(b)
+            return b
         if self._buffers is None:
             self._buffers = Buffers(self)
         return self._buffers
@@ -127,9 +163,13 @@ class Reducer:
         self.world = world
         self.pack_bytes = pack_bytes
         self._plans: dict = {}
+        self._last: Plan | None = None
 
     def plan(self, arrays: list) -> Plan:
-        return self.plan_for(tuple((a.shape, a.dtype) for a in arrays))
+        layout = tuple([(a.shape, a.dtype) for a in arrays])
+        last = self._last
+        # the usual case, the same layout as last time: a comparison, not a hash
+        return last if last is not None and last.layout == layout else self.plan_for(layout)
 
     def plan_for(self, layout: tuple) -> Plan:
         p = self._plans.get(layout)
@@ -137,16 +177,20 @@ class Reducer:
             if len(self._plans) > 64:
                 self._plans.clear()
             p = self._plans[layout] = Plan(layout, self.pack_bytes)
+        self._last = p
         return p
 
     def reduce(self, arrays: list | None, weight: float = 1.0, has_data: bool = True,
-               fresh: bool = False, what: str = "allreduce", plan: Plan | None = None):
-        """Sum ``weight * arrays[i]`` over the ranks.
+               fresh: bool = False, what: str = "allreduce", plan: Plan | None = None,
+               average: bool = False):
+        """Sum ``weight * arrays[i]`` over the ranks (divided by the sum of the weights if
+        ``average``).
 
         Returns ``(results, control)``: arrays shaped like the inputs (views into the
         plan's buffers) and the summed control vector ``[sum of weights, ranks with data,
         sum of hashes]``. ``arrays`` may be None (a rank without data: it contributes
-        zeros and ``weight`` 0 to ``plan``'s layout).
+        zeros and ``weight`` 0 to ``plan``'s layout). With ``average`` and a zero sum of
+        weights the results are zeros.
 
         Raises:
             RuntimeError: the ranks reduced different layouts.
@@ -185,41 +229,44 @@ class Reducer:
                     if not send.flags.c_contiguous:
                         send = np.ascontiguousarray(send)
                 c, d = counts[i], displs[i]
-                requests.append(comm.Ireduce_scatter(send, out[d[rank]:d[rank] + c[rank]], c,
-                                                     op=SUM))
-                gathers.append([out, (c, d)])
+                mine = out[d[rank]:d[rank] + c[rank]]
+                requests.append(comm.Ireduce_scatter(send, mine, c, op=SUM))
+                gathers.append(([out, (c, d)], mine))
         for members, buf in zip(plan.members, bufs.buckets):
             if zero:
                 buf.fill(0)
             else:
-                np.concatenate([arrays[i] for i in members], axis=None, out=buf,
-                               casting="unsafe")
+                np.concatenate(arrays if plan.whole else [arrays[i] for i in members],
+                               axis=None, out=buf, casting="unsafe")
                 if scale is not None:
                     np.multiply(buf, scale, out=buf)
             requests.append(comm.Iallreduce(MPI.IN_PLACE, buf, op=SUM))
         world.wait(requests, what)
-        if gathers:
-            world.wait([comm.Iallgatherv(MPI.IN_PLACE, g) for g in gathers], what)
         if control[_HASH] != plan.hash * world.size:
             raise RuntimeError(
                 f"lk.distribute: rank {world.rank} all-reduced {len(plan.layout)} arrays "
                 f"({_describe(plan.layout)}) but other ranks reduced a different list "
                 f"(each rank must update the same variables, in the same order, with "
                 f"gradients of the same shapes)")
-        return bufs.results, control
+        total = float(control[_W])   # a Python float: a weak scalar keeps float32 float32
+        if gathers:
+            if average:    # this rank's part only: the all-gather spreads it
+                for _, mine in gathers:
+                    _divide(mine, total)
+            world.wait([comm.Iallgatherv(MPI.IN_PLACE, g) for g, _ in gathers], what)
+        if average:
+            for buf in bufs.buckets:
+                _divide(buf, total)
+        return (list(bufs.results) if fresh else bufs.results), control
 
-    @staticmethod
-    def scale_all(results: list, factor: float) -> None:
-        """Multiply reduced arrays in place (each buffer once)."""
-        if factor == 1.0:
-            return
-        seen = set()
-        for r in results:
-            base = r if r.base is None else r.base
-            if id(base) in seen:
-                continue
-            seen.add(id(base))
-            np.multiply(base, factor, out=base, casting="unsafe")
+
+def _divide(a: np.ndarray, total: float) -> None:
+    """``a /= total`` in place (zeros for a zero total: no rank contributed)."""
+    if total > 0:
+        if total != 1.0:
+            np.divide(a, total, out=a, casting="unsafe")
+    else:
+        np.multiply(a, 0.0, out=a, casting="unsafe")
 
 
 def _describe(layout: tuple) -> str:

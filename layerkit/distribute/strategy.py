@@ -49,7 +49,7 @@ class CommunicationOptions:
 
     Args:
         bytes_per_pack: bucket size for fusing small gradients into one all-reduce
-            (0: layerkit's default, 4 MiB); gradients of 1 MiB or more go alone.
+            (0: layerkit's default, 16 MiB); gradients of 4 MiB or more go alone.
         timeout_seconds: a collective that has not completed after this long aborts the
             whole job with a message (None: the ``LAYERKIT_DISTRIBUTE_TIMEOUT``
             environment variable, else 300 s). A rank that raises or dies ends the job at
@@ -185,7 +185,7 @@ class Strategy:
             return self._allreduce_structure(value, op)
         leaves = flatten(value)
         arrays = [np.asarray(leaf._v if isinstance(leaf, Tensor) else leaf) for leaf in leaves]
-        sums = [np.sum(a, axis=axis) for a in arrays]
+        sums = [np.asarray(np.sum(a, axis=axis)) for a in arrays]
         counts = np.array([a.shape[axis] for a in arrays], np.float64)
         total = self._allreduce_arrays(sums + [counts], ReduceOp.SUM)
         out = []
@@ -222,9 +222,14 @@ class Strategy:
         return np.array(a)
 
     def _allreduce_structure(self, value, op: ReduceOp):
-        leaves = flatten(value)
+        # a plain list/tuple of leaves (the usual gradient list) skips the nest walk
+        flat = type(value) in (list, tuple) and not any(
+            isinstance(v, (list, tuple, dict)) for v in value)
+        leaves = value if flat else flatten(value)
         arrays = [np.asarray(leaf._v if isinstance(leaf, Tensor) else leaf) for leaf in leaves]
         out = [wrap(r) for r in self._allreduce_arrays(arrays, op)]
+        if flat:
+            return out if type(value) is list else tuple(out)
         return pack_like(value, out) if isinstance(value, (list, tuple, dict)) else out[0]
 
     def __repr__(self) -> str:
@@ -376,11 +381,16 @@ class MultiWorkerMirroredStrategy(Strategy):
         w = self._world
         if w.size == 1 or w.solo:
             return Strategy._allreduce_arrays(self, arrays, op)
-        arrays = [np.asarray(a) for a in arrays]
+        mean = op is ReduceOp.MEAN
+        plan = self._reducer.plan(arrays)
+        if plan.floats:   # the results are final as they are
+            return self._reducer.reduce(arrays, fresh=True, what="strategy.reduce",
+                                        average=mean, plan=plan)[0]
         # integers and bools travel as float64 (exact below 2**53) and come back as they were
         send = [a if a.dtype.kind in "fc" else a.astype(np.float64) for a in arrays]
-        results, _ = self._reducer.reduce(send, fresh=True, what="strategy.reduce")
-        return [_finish(r, a.dtype, op, w.size) for r, a in zip(results, arrays)]
+        results, _ = self._reducer.reduce(send, fresh=True, what="strategy.reduce",
+                                          average=mean)
+        return [_finish(r, a.dtype, op, 1) for r, a in zip(results, arrays)]
 
     def _gather_array(self, a: np.ndarray, axis: int) -> np.ndarray:
         w = self._world
@@ -431,11 +441,9 @@ class MultiWorkerMirroredStrategy(Strategy):
             return work
         fit = self._fit
         weight = fit.weight if fit is not None else 1.0
-        results, control = self._reducer.reduce([g for _, g, _ in work], weight,
-                                                what="the gradient all-reduce")
-        if fit is not None or getattr(optimizer, "_distribute_mean", False):
-            total = control[0]
-            Reducer.scale_all(results, 1.0 / total if total > 0 else 0.0)
+        average = fit is not None or getattr(optimizer, "_distribute_mean", False)
+        results, _ = self._reducer.reduce([g for _, g, _ in work], weight,
+                                          what="the gradient all-reduce", average=average)
         if fit is not None:
             fit.layout = (optimizer, [(var, rec) for var, _, rec in work])
         return [(var, r, rec) for (var, _, rec), r in zip(work, results)]
@@ -448,9 +456,9 @@ def _as_float(a, dtype) -> np.ndarray:
 
 def _finish(r: np.ndarray, dtype, op: ReduceOp, n: int) -> np.ndarray:
     """A summed array as the reduction's result: the mean divides by ``n`` (integers give
-    float32); a sum keeps the input's dtype."""
+    float32; ``n`` = 1: ``r`` is already the mean); a sum keeps the input's dtype."""
     if op is ReduceOp.MEAN:
-        return _as_float(r / n, dtype)
+        return _as_float(r if n == 1 and r.dtype.kind in "fc" else r / n, dtype)
     return r.astype(dtype) if r.dtype != dtype else r
 
 

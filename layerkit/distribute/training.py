@@ -203,11 +203,10 @@ def _step_without_data(strategy, model) -> bool:
     if fit.begin_sync is not None:   # the ranks with data run on_train_batch_begin now
         fit.begin_sync()
     results, control = strategy._reducer.reduce(None, 0.0, has_data=False, plan=plan,
-                                                what="the gradient all-reduce (no data here)")
+                                                what="the gradient all-reduce (no data here)",
+                                                average=True)
     if control[1] == 0:
         return False
-    total = control[0]
-    strategy._reducer.scale_all(results, 1.0 / total if total > 0 else 0.0)
     opt._update_work([(v, r, rec) for (v, rec), r in zip(pairs, results)])
     for v, _ in pairs:   # the weights' constraints, as Optimizer.apply does after updating
         if v.constraint is not None:

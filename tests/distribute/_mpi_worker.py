@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 import layerkit as lk
+from layerkit.distribute._reduce import LARGE_BYTES
 
 CASE, OUT = sys.argv[1], sys.argv[2]
 TIMEOUT = float(os.environ.get("LK_TEST_COLLECTIVE_TIMEOUT", "60"))
@@ -71,10 +72,12 @@ def case_fit_arrays():
                          batch_size=10)
     _, w, h = train(True, inputs, lambda: lk.optimizers.SGD(0.1, momentum=0.9), batch_size=10)
     assert same_on_all_ranks(w), "weights differ across ranks"
-    # a 9,000-unit layer: its 288 KB kernel gradient goes through the large-array path
-    _, wref, _ = train(False, inputs, lambda: lk.optimizers.SGD(0.05), width=9000,
+    # a 131,072-unit layer: its 4 MiB kernel gradient goes through the large-array path
+    # (reduce-scatter, this rank's part divided, all-gather)
+    wide_units = LARGE_BYTES // (4 * 8)
+    _, wref, _ = train(False, inputs, lambda: lk.optimizers.SGD(0.05), width=wide_units,
                        batch_size=10, epochs=1)
-    _, wide, _ = train(True, inputs, lambda: lk.optimizers.SGD(0.05), width=9000,
+    _, wide, _ = train(True, inputs, lambda: lk.optimizers.SGD(0.05), width=wide_units,
                        batch_size=10, epochs=1)
     # train_on_batch: each rank its part of one batch; the compiled optimizer averages
     x, y = data(12)
@@ -295,10 +298,16 @@ def case_custom_loop():
     ref, lref = run(False)
     w, losses = run(True)
     v = np.arange(6, dtype=np.float32).reshape(2, 3) * (RANK + 1)
-    big = np.arange(100_003, dtype=np.float32) * (RANK + 1)   # the large-array path
+    big = np.arange(1_048_579, dtype=np.float32) * (RANK + 1)   # the large-array path
     mean = lk.distribute.allreduce([lk.constant(v), lk.constant(np.float32(RANK))])
     big_sum = lk.distribute.allreduce(big, op="sum").numpy()
     total = lk.distribute.allreduce({"v": v}, op="sum")["v"]
+    big_mean = lk.distribute.allreduce([big])[0].numpy()    # divided in this rank's part
+    ints = lk.distribute.allreduce(np.arange(5) * (RANK + 1))   # int64 -> float32 mean
+    # results handed out are never overwritten by later calls; dropped ones are recycled
+    held = lk.distribute.allreduce([v, big], op="sum")
+    held_view = np.asarray(held[1])[10:20]   # a zero-copy view of the result
+    later = [lk.distribute.allreduce([v * 2, big * 2], op="sum") for _ in range(3)]
     red_mean_axis = strategy.reduce(lk.distribute.ReduceOp.MEAN, lk.constant(v), axis=0)
     ranks = np.arange(1, N + 1, dtype=np.float32)
     base = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -307,8 +316,18 @@ def case_custom_loop():
         "allreduce_mean_ok": bool(np.allclose(mean[0].numpy(), base * ranks.mean())
                                   and np.isclose(float(mean[1]), (N - 1) / 2)),
         "allreduce_sum_ok": bool(np.allclose(total.numpy(), base * ranks.sum())
-                                 and np.array_equal(big_sum, np.arange(100_003, dtype=np.float32)
+                                 and np.array_equal(big_sum, np.arange(1_048_579, dtype=np.float32)
                                                     * ranks.sum())),
+        "allreduce_big_mean_ok": bool(np.array_equal(
+            big_mean, np.arange(1_048_579, dtype=np.float32) * ranks.sum() / np.float32(N))),
+        "allreduce_int_mean_ok": bool(ints.dtype == np.float32 and np.allclose(
+            ints.numpy(), np.arange(5) * ranks.mean())),
+        "allreduce_held_ok": bool(
+            np.array_equal(held[0].numpy(), base * ranks.sum())
+            and np.array_equal(held[1].numpy(), np.arange(1_048_579, dtype=np.float32)
+                               * ranks.sum())
+            and np.array_equal(held_view, np.arange(10, 20, dtype=np.float32) * ranks.sum())
+            and all(np.array_equal(t[0].numpy(), 2 * base * ranks.sum()) for t in later)),
         "reduce_mean_axis_ok": bool(np.allclose(red_mean_axis.numpy(),
                                                 (base * ranks[:, None, None]).mean(axis=(0, 1)))),
         "same_weights": same_on_all_ranks(w)}

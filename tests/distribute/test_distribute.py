@@ -344,6 +344,27 @@ def test_plan_fuses_small_arrays_and_sends_large_ones_alone():
     assert [[i for i, _, _ in b[1]] for b in plan.buckets if b[0] == np.float64] == [[3]]
 
 
+def test_fresh_buffers_are_recycled_only_when_no_result_is_held():
+    f4 = np.dtype(np.float32)
+    plan = Plan((((3, 4), f4), ((LARGE_BYTES // 4,), f4), ((5,), f4)), 0)
+    first = plan.buffers(True)
+    results = list(first.results)
+    assert plan.buffers(True) is not first      # results held: a new set
+    del results
+    assert plan.buffers(True) is first          # all dropped: recycled
+    small = first.results[0][1:]                 # a view of a bucket member
+    big = first.results[1]
+    del big
+    assert plan.buffers(True) is not first
+    del small
+    assert plan.buffers(True) is first
+    held = first.results[1].reshape(-1)[:3]      # a view of a large array's own buffer
+    assert plan.buffers(True) is not first
+    del held
+    assert plan.buffers(True) is first
+    assert plan.buffers(False) is not first     # the persistent set is separate
+
+
 # ---- rank-0-only writes -----------------------------------------------------------------------
 class _Rank1:
     rank = 1

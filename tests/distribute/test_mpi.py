@@ -153,6 +153,8 @@ def test_custom_loop_with_strategy_run_matches_one_process(suite):
     assert c["max_diff"] <= 1e-6
     np.testing.assert_allclose(c["losses"], c["losses_ref"], rtol=1e-5)
     assert c["allreduce_mean_ok"] and c["allreduce_sum_ok"] and c["reduce_mean_axis_ok"]
+    assert c["allreduce_big_mean_ok"] and c["allreduce_int_mean_ok"]
+    assert c["allreduce_held_ok"]   # recycled buffers never overwrite results still held
 
 
 def test_callbacks_run_on_rank0_and_their_decisions_reach_every_rank(suite):
