@@ -17,6 +17,7 @@ from layerkit.primitives import (  # noqa: F401
     linalg_ops,
     math_ops,
     methods,
+    rearrange,
     reduce,
     segment,
     selection,

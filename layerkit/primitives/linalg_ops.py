@@ -13,6 +13,8 @@ Decompositions need distinct eigen/singular values for their gradients, as every
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from layerkit._core.convert import convert_to_tensor
@@ -215,15 +217,23 @@ def _qr_vjp(g, ins, outs, needs, full_matrices):
 _QR = Op("qr", _qr_fwd, _qr_vjp, num_outputs=2)
 
 
+class Qr(NamedTuple):
+    """The result of :func:`qr`: ``q`` and ``r`` (a tuple, as TensorFlow's)."""
+
+    q: Tensor
+    r: Tensor
+
+
 @export("linalg")
-def qr(input, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """``(q, r)`` with ``input = q @ r``, ``q`` orthonormal columns, ``r`` upper triangular.
+def qr(input, full_matrices: bool = False, name: str | None = None) -> Qr:
+    """``(q, r)`` with ``input = q @ r``, ``q`` orthonormal columns, ``r`` upper triangular
+    (a named tuple: ``.q`` and ``.r`` also work).
 
     The gradient is defined (as in TF) for ``full_matrices=False`` and matrices with at
     least as many rows as columns.
     """
     a = _matrices(input, "qr", square=False)
-    return apply(_QR, a, full_matrices=bool(full_matrices))
+    return Qr(*apply(_QR, a, full_matrices=bool(full_matrices)))
 
 
 def _eigh_vjp(g, ins, outs, needs):

@@ -145,4 +145,19 @@ ROWS = [
     _row("normalize", lambda x: list(lk.linalg.normalize(x, axis=1)), _n(2, 3)),
     _row("cholesky_solve", lambda a, b: lk.linalg.cholesky_solve(a, b),
          np.linalg.cholesky(_spd(3)), _n(3, 2)),
+    # ---- rearranging ops (primitives/rearrange.py) ----------------------------------------
+    _row("space_to_depth", lambda x: lk.nn.space_to_depth(x * x, 2), _n(2, 4, 6, 3)),
+    _row("space_to_depth", lambda x: lk.nn.space_to_depth(x, 2, data_format="NCHW") ** 2,
+         _n(1, 3, 4, 2)),
+    _row("depth_to_space", lambda x: lk.nn.depth_to_space(x * x, 2), _n(2, 2, 3, 8)),
+    _row("strided_slice", lambda x: lk.strided_slice(x * x, [1, 0], [4, 3], [2, 2],
+                                                     end_mask=2), _n(5, 4)),
+    _row("strided_slice", lambda x: lk.strided_slice(x, [1, 0], [2, 3], shrink_axis_mask=1)
+         ** 3, _n(3, 4)),
+    # unique indices, so no ties: the max/min is where the record's rule sends the gradient
+    _row("tensor_scatter_nd_extreme",
+         lambda t, u: lk.tensor_scatter_nd_max(t, [[0], [2], [3]], u) ** 2, _n(5), _n(3)),
+    _row("tensor_scatter_nd_extreme",
+         lambda t, u: lk.tensor_scatter_nd_min(t * t, [[1, 0], [0, 2]], u) ** 2, _n(2, 3),
+         _n(2)),
 ]
