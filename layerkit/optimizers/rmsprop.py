@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.primitives import elementwise as _ew
 
 
 class RMSprop(Optimizer):
@@ -75,6 +76,25 @@ class RMSprop(Optimizer):
             np.subtract(v, mo, out=v)
         else:
             np.subtract(v, t, out=v)
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        """The update rule in layerkit ops (the reference for ``_kernel``)."""
+        rho = self.rho
+        vel = self.get_slot(variable, "velocity")
+        self.assign(vel, vel * rho + _ew.square(gradient) * (1.0 - rho))
+        if self.centered:
+            avg = self.get_slot(variable, "average_gradient")
+            self.assign(avg, avg * rho + gradient * (1.0 - rho))
+            denominator = vel - _ew.square(avg) + self.epsilon
+        else:
+            denominator = vel + self.epsilon
+        increment = gradient * _ew.cast(learning_rate, variable.dtype) / _ew.sqrt(denominator)
+        if self.momentum > 0:
+            mo = self.get_slot(variable, "momentum")
+            self.assign(mo, mo * self.momentum + increment)
+            self.assign_sub(variable, mo)
+        else:
+            self.assign_sub(variable, increment)
 
     def get_config(self) -> dict:
         config = super().get_config()
