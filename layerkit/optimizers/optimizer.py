@@ -18,9 +18,13 @@ Two ways to compute an update, with the same numbers (within float32 rounding):
   float32, and an eager-op chain allocates a temporary per op. Large arrays are
   processed in blocks that stay in cache (a 400k-element Adam update: 1.72 ms whole,
   1.15-1.28 ms in blocks of 32-64k elements on this machine), and small variables share
-  flat buffers (one kernel call for all of them). ``use_fused_kernel = False`` on an
-  instance forces the reference path; a subclass that overrides ``update_step`` or
-  ``build`` of a built-in uses its own ``update_step``.
+  flat buffers (one kernel call for all of them). A built-in declares its slots in
+  ``_slot_names`` (created by ``build`` in that order, starting at ``_slot_init``) and
+  defines ``_constants(lr, step)`` (per-step Python floats) and ``_kernel(v, g, slots,
+  scratch, consts)`` (the in-place update of one array, with ``_num_scratch`` temporary
+  arrays). ``use_fused_kernel = False`` on an instance forces the reference path; a
+  subclass that overrides ``update_step`` or ``build`` of a built-in uses its own
+  ``update_step``.
 
 Inside ``lk.function`` (a traced train step), ``apply``/``apply_gradients`` records one
 Python-call node (``layerkit._core.effects.python_call``, no outputs) that runs the same
