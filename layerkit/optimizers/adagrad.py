@@ -60,7 +60,8 @@ class Adagrad(Optimizer):
         acc = self.get_slot(variable, "accumulator")
         self.assign_add(acc, _ew.square(gradient))
         lr = _ew.cast(learning_rate, variable.dtype)
-        self.assign_sub(variable, gradient * lr / _ew.sqrt(acc + self.epsilon))
+        self.assign_sub(variable, _ew.divide(_ew.multiply(gradient, lr),
+                                             _ew.sqrt(_ew.add(acc, self.epsilon))))
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -390,7 +390,8 @@ class Optimizer:
         rec[1].append(slot)
         return slot
 
-    def add_optimizer_variables(self, trainable_variables, name, initializer="zeros") -> list:
+    def add_optimizer_variables(self, trainable_variables, name,
+                                initializer="zeros") -> list | tuple:
         """:meth:`add_variable_from_reference` for each variable (Keras 3).
 
         Returns:

@@ -79,19 +79,20 @@ class RMSprop(Optimizer):
 
     def update_step(self, gradient, variable, learning_rate) -> None:
         """The update rule in layerkit ops (the reference for ``_kernel``)."""
-        rho = self.rho
+        rho, c = self.rho, 1.0 - self.rho
         vel = self.get_slot(variable, "velocity")
-        self.assign(vel, vel * rho + _ew.square(gradient) * (1.0 - rho))
+        self.assign(vel, _ew.add(_ew.multiply(vel, rho), _ew.multiply(_ew.square(gradient), c)))
         if self.centered:
             avg = self.get_slot(variable, "average_gradient")
-            self.assign(avg, avg * rho + gradient * (1.0 - rho))
-            denominator = vel - _ew.square(avg) + self.epsilon
+            self.assign(avg, _ew.add(_ew.multiply(avg, rho), _ew.multiply(gradient, c)))
+            denominator = _ew.add(_ew.subtract(vel, _ew.square(avg)), self.epsilon)
         else:
-            denominator = vel + self.epsilon
-        increment = gradient * _ew.cast(learning_rate, variable.dtype) / _ew.sqrt(denominator)
+            denominator = _ew.add(vel, self.epsilon)
+        lr = _ew.cast(learning_rate, variable.dtype)
+        increment = _ew.divide(_ew.multiply(gradient, lr), _ew.sqrt(denominator))
         if self.momentum > 0:
             mo = self.get_slot(variable, "momentum")
-            self.assign(mo, mo * self.momentum + increment)
+            self.assign(mo, _ew.add(_ew.multiply(mo, self.momentum), increment))
             self.assign_sub(variable, mo)
         else:
             self.assign_sub(variable, increment)

@@ -72,14 +72,14 @@ class SGD(Optimizer):
 
     def update_step(self, gradient, variable, learning_rate) -> None:
         """The update rule in layerkit ops (the reference for ``_kernel``)."""
-        step = gradient * _ew.cast(learning_rate, variable.dtype)
+        step = _ew.multiply(gradient, _ew.cast(learning_rate, variable.dtype))
         if not self.momentum:
             self.assign_sub(variable, step)
             return
         m = self.get_slot(variable, "momentum")
-        self.assign(m, m * self.momentum - step)
+        self.assign(m, _ew.subtract(_ew.multiply(m, self.momentum), step))
         if self.nesterov:
-            self.assign_add(variable, m * self.momentum - step)
+            self.assign_add(variable, _ew.subtract(_ew.multiply(m, self.momentum), step))
         else:
             self.assign_add(variable, m)
 
