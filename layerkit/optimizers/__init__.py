@@ -2,6 +2,15 @@
 
 ``get(identifier)`` resolves a string name (``'sgd'``, ``'adam'``, ``'adamw'``,
 ``'rmsprop'``, ``'adagrad'``), a config dict or an instance.
+
+Writing an optimizer follows Keras 3's contract: subclass :class:`Optimizer`, create the
+slots in ``build(variables)`` with ``add_variable_from_reference`` and write the rule in
+``update_step(gradient, variable, learning_rate)`` with layerkit ops and
+``self.assign`` / ``assign_add`` / ``assign_sub`` (the :class:`Optimizer` docstring has a
+runnable example). Such an optimizer works eagerly, under ``lk.function``, in ``fit``,
+with checkpoints and ``.keras`` files, with no private names. The built-ins have the same
+``update_step`` and, as a faster path, a fused NumPy kernel that gives the same numbers;
+``optimizer.use_fused_kernel = False`` makes one use its ``update_step`` instead.
 """
 from __future__ import annotations
 

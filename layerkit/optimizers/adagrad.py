@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.primitives import elementwise as _ew
 
 
 class Adagrad(Optimizer):
@@ -53,6 +54,14 @@ class Adagrad(Optimizer):
         np.divide(g, t, out=t)
         np.multiply(t, lr, out=t)
         np.subtract(v, t, out=v)
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        """The update rule in layerkit ops (the reference for ``_kernel``)."""
+        acc = self.get_slot(variable, "accumulator")
+        self.assign_add(acc, _ew.square(gradient))
+        lr = _ew.cast(learning_rate, variable.dtype)
+        self.assign_sub(variable, _ew.divide(_ew.multiply(gradient, lr),
+                                             _ew.sqrt(_ew.add(acc, self.epsilon))))
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.primitives import elementwise as _ew
 
 
 class Adam(Optimizer):
@@ -71,6 +72,26 @@ class Adam(Optimizer):
         np.divide(m, t, out=t)
         np.multiply(t, alpha, out=t)
         np.subtract(v, t, out=v)
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        """The update rule in layerkit ops (the reference for ``_kernel``)."""
+        dtype = variable.dtype
+        t = _ew.cast(_ew.add(self.iterations, 1), dtype)
+        beta_1_power = _ew.pow(_ew.cast(self.beta_1, dtype), t)
+        beta_2_power = _ew.pow(_ew.cast(self.beta_2, dtype), t)
+        alpha = _ew.divide(_ew.multiply(_ew.cast(learning_rate, dtype),
+                                        _ew.sqrt(_ew.subtract(1.0, beta_2_power))),
+                           _ew.subtract(1.0, beta_1_power))
+        m, v = self.get_slot(variable, "m"), self.get_slot(variable, "v")
+        self.assign_add(m, _ew.multiply(_ew.subtract(gradient, m), 1.0 - self.beta_1))
+        self.assign_add(v, _ew.multiply(_ew.subtract(_ew.square(gradient), v),
+                                        1.0 - self.beta_2))
+        if self.amsgrad:
+            vhat = self.get_slot(variable, "vhat")
+            self.assign(vhat, _ew.maximum(vhat, v))
+            v = vhat
+        self.assign_sub(variable, _ew.divide(_ew.multiply(m, alpha),
+                                             _ew.add(_ew.sqrt(v), self.epsilon)))
 
     def get_config(self) -> dict:
         config = super().get_config()

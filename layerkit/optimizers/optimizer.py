@@ -1,22 +1,34 @@
-"""The optimizer base: bookkeeping shared by SGD, Adam, RMSprop, Adagrad, ...
+"""The optimizer base: Keras 3's ``build`` / ``update_step`` contract, and fused kernels.
 
 An optimizer's state is ``iterations`` (int64, non-trainable), the learning rate
 (a float Variable, or a schedule evaluated at ``iterations``) and per-variable *slots*
-created lazily at the first ``apply_gradients`` in variable order. Subclasses declare
-their slots and one in-place NumPy kernel; the base class does the rest: gradient
-conversion, clipping (Keras 3 rules), decoupled weight decay, slot creation, deferred
-checkpoint restore and the step counter.
+created by :meth:`Optimizer.build` at the first ``apply_gradients``, in variable order.
+The base class does the bookkeeping: gradient conversion, clipping (Keras 3 rules),
+decoupled weight decay, slot creation, deferred checkpoint restore and the step counter.
 
-Why kernels instead of lk ops: an update is a pure elementwise chain over arrays that
-the optimizer owns, so it runs as NumPy ufuncs with ``out=`` on the variable's and the
-slots' own buffers. Measured here (shared/FACTS.md) numexpr is slower than NumPy for
-float32, and an eager-op chain would allocate a temporary per op. Large arrays are
-processed in blocks that stay in cache (a 400k-element Adam update: 1.72 ms whole,
-1.15-1.28 ms in blocks of 32-64k elements on this machine).
+Two ways to compute an update, with the same numbers (within float32 rounding):
+
+- the reference path, Keras 3's contract: ``update_step(gradient, variable,
+  learning_rate)`` written with layerkit ops and ``self.assign*``, called once per
+  variable. Every optimizer has it; a user optimizer defines only ``build`` and
+  ``update_step`` (see :class:`Optimizer`).
+- the fused path of the built-ins: one in-place NumPy kernel (``_kernel``) over arrays
+  that the optimizer owns, with ufuncs writing ``out=`` into the variable's and the
+  slots' own buffers. Measured here (shared/FACTS.md) numexpr is slower than NumPy for
+  float32, and an eager-op chain allocates a temporary per op. Large arrays are
+  processed in blocks that stay in cache (a 400k-element Adam update: 1.72 ms whole,
+  1.15-1.28 ms in blocks of 32-64k elements on this machine), and small variables share
+  flat buffers (one kernel call for all of them). A built-in declares its slots in
+  ``_slot_names`` (created by ``build`` in that order, starting at ``_slot_init``) and
+  defines ``_constants(lr, step)`` (per-step Python floats) and ``_kernel(v, g, slots,
+  scratch, consts)`` (the in-place update of one array, with ``_num_scratch`` temporary
+  arrays). ``use_fused_kernel = False`` on an instance forces the reference path; a
+  subclass that overrides ``update_step`` or ``build`` of a built-in uses its own
+  ``update_step``.
 
 Inside ``lk.function`` (a traced train step), ``apply``/``apply_gradients`` records one
-Python-call node (``layerkit._core.effects.python_call``, no outputs) that runs that same
-NumPy path on the gradient arrays: the graph re-runs it on every call, reading the learning
+Python-call node (``layerkit._core.effects.python_call``, no outputs) that runs the same
+update on the gradient arrays: the graph re-runs it on every call, reading the learning
 rate, schedule and ``iterations`` live, so traced and eager steps give the same numbers.
 """
 from __future__ import annotations
@@ -84,12 +96,40 @@ def _keep_reads(work: list, iterations: Variable) -> None:
                iterations)
 
 
-class Optimizer:
-    """Base class of layerkit optimizers (Keras 3 semantics).
+def _owner(cls: type, name: str) -> type:
+    """The class of ``cls``'s MRO that defines attribute ``name``."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return klass
+    return object
 
-    Subclasses set ``_slot_names`` (and optionally ``_slot_init``), ``_num_scratch`` and
-    implement ``_constants(lr, step)`` and ``_kernel(v, g, slots, scratch, consts)``,
-    an in-place NumPy update of the variable array ``v`` given the gradient ``g``.
+
+class Optimizer:
+    """Base class of layerkit optimizers (Keras 3's contract and semantics).
+
+    A new optimizer subclasses ``Optimizer`` and defines two methods, with public names
+    only:
+
+    - ``build(variables)``: call ``super().build(variables)``, then create the slots of
+      each variable with :meth:`add_variable_from_reference` (same shape and dtype, e.g.
+      a momentum) or other state with :meth:`add_variable`. The first
+      ``apply``/``apply_gradients`` calls it (``if self.built: return`` first, as in Keras).
+    - ``update_step(gradient, variable, learning_rate)``: update one variable, written
+      with layerkit ops (``lk.sqrt``, ``lk.square``, Tensor operators) and
+      :meth:`assign` / :meth:`assign_add` / :meth:`assign_sub`. ``gradient`` is a Tensor
+      of the variable's dtype (already clipped), ``learning_rate`` the float32
+      learning-rate Variable (or the schedule's value), ``self.iterations`` the number of
+      steps taken before this one. Read a slot back with :meth:`get_slot`.
+
+    Everything else comes from the base class: gradient clipping, decoupled weight
+    decay, skipping None gradients, ``iterations``, learning-rate schedules, weight
+    constraints, ``lk.function`` (the update becomes one stateful graph node), ``fit``,
+    checkpoints (slots saved as ``<name>/<variable index>``, restored even before they
+    exist) and ``.keras`` files (``get_config``: add your constructor arguments).
+
+    The built-ins (SGD, Adam, AdamW, RMSprop, Adagrad) also have a fused NumPy kernel,
+    used instead of ``update_step`` unless ``use_fused_kernel`` is set to False on the
+    instance (their ``update_step`` is the reference the kernels are tested against).
 
     After updating a variable that has a ``constraint`` (``add_weight(constraint=...)``,
     ``kernel_constraint=`` of a layer), the optimizer assigns ``constraint(variable)``
@@ -108,12 +148,53 @@ class Optimizer:
     Raises:
         ValueError: more than one of ``clipnorm``, ``clipvalue``, ``global_clipnorm``,
             or an invalid learning rate.
+
+    Examples:
+        SGD with momentum as a user optimizer:
+
+        >>> import layerkit as lk
+        >>> class Momentum(lk.optimizers.Optimizer):
+        ...     def __init__(self, learning_rate=0.1, momentum=0.9, **kwargs):
+        ...         super().__init__(learning_rate=learning_rate, **kwargs)
+        ...         self.momentum = momentum
+        ...     def build(self, variables):
+        ...         if self.built:
+        ...             return
+        ...         super().build(variables)
+        ...         for v in variables:
+        ...             self.add_variable_from_reference(v, "velocity")
+        ...     def update_step(self, gradient, variable, learning_rate):
+        ...         m = self.get_slot(variable, "velocity")
+        ...         self.assign(m, m * self.momentum - gradient * learning_rate)
+        ...         self.assign_add(variable, m)
+        ...     def get_config(self):
+        ...         return {**super().get_config(), "momentum": self.momentum}
+        >>> v = lk.Variable([1.0, 2.0])
+        >>> opt = Momentum()
+        >>> for _ in range(2):
+        ...     _ = opt.apply_gradients([(lk.constant([1.0, 1.0]), v)])
+        >>> v.numpy().round(4)   # velocity -0.1, then -0.19
+        array([0.71, 1.71], dtype=float32)
+        >>> [w.name for w in opt.variables]
+        ['iteration', 'learning_rate', 'Variable_velocity']
     """
 
     _slot_names: tuple = ()
     _slot_init: dict = {}
     _num_scratch = 1
     _default_name = "optimizer"
+    _fused = False  # the class has a NumPy kernel that matches its update_step
+    #: False forces :meth:`update_step` (layerkit ops) instead of a built-in's fused kernel.
+    use_fused_kernel = True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # A kernel stands for update_step only if its class is at least as derived as
+        # the ones defining update_step and build (a subclass overriding either of them
+        # takes the reference path).
+        k = _owner(cls, "_kernel")
+        cls._fused = k is not Optimizer and all(
+            issubclass(k, _owner(cls, m)) for m in ("update_step", "build"))
 
     def __init__(self, learning_rate=0.001, weight_decay: float | None = None,
                  clipnorm: float | None = None, clipvalue: float | None = None,
@@ -141,9 +222,11 @@ class Optimizer:
         self._lr_var: Variable | None = None
         self._lr_fn = None
         self._set_learning_rate(learning_rate)
-        # id(var) -> [index, slot Variables, decays?]; slot Variables in creation order.
+        # id(var) -> [index, slot Variables, decays?, group]; slots in creation order.
         self._records: dict[int, list] = {}
+        # checkpoint key -> every Variable made by add_variable*, in creation order
         self._slot_vars: dict[str, Variable] = {}
+        self._unowned: list = []  # those made by add_variable (no reference variable)
         self._tracked: list = []  # keeps the indexed variables alive (ids stay unique)
         self._exclude_ids: set = set()
         self._exclude_names: tuple = ()
@@ -196,17 +279,26 @@ class Optimizer:
         return float(fn())
 
     # ---- slots ------------------------------------------------------------------------
-    def build(self, var_list) -> None:
-        """Create the slots of ``var_list`` (done automatically at the first apply)."""
-        var_list = list(var_list)
-        for v in var_list:
+    def build(self, variables) -> None:
+        """Index ``variables`` and create a built-in's slots (the first apply calls it).
+
+        A subclass that creates its own slots overrides it: ``if self.built: return``,
+        ``super().build(variables)``, then :meth:`add_variable_from_reference` per
+        variable (see the class docstring).
+
+        Raises:
+            TypeError: an element is not an ``lk.Variable``.
+        """
+        variables = list(variables)
+        for v in variables:
             if id(v) not in self._records:
-                self._add_variable(v)
-        if not self.built:
-            self._make_groups(var_list)
+                self._register(v)
+        if not self.built and self._fused and self.use_fused_kernel:
+            self._make_groups(variables)
         self.built = True
 
-    def _add_variable(self, var: Variable) -> list:
+    def _register(self, var: Variable) -> list:
+        """Give ``var`` its index (and a built-in's declared slots)."""
         if not isinstance(var, Variable):
             raise TypeError(
                 f"{type(self).__name__}: can only update lk.Variable objects, received "
@@ -214,18 +306,102 @@ class Optimizer:
             )
         index = len(self._tracked)
         self._tracked.append(var)
-        slots = []
-        for sname in self._slot_names:
-            key = f"{sname}/{index}"
-            init = self._slot_init.get(sname, 0.0)
-            slot = Variable(np.full(var.shape, init, dtype=var.dtype), trainable=False,
-                            name=f"{var.name}_{sname}")
-            trackable.apply_deferred(self, key, slot)  # names file and path on a misfit
-            self._slot_vars[key] = slot
-            slots.append(slot)
-        rec = [index, slots, self._decays(var), None]  # [.., .., .., group]
+        rec = [index, [], self._decays(var), None]  # [index, slots, decays?, group]
         self._records[id(var)] = rec
+        for sname in self._slot_names:
+            self.add_variable_from_reference(var, sname, self._slot_init.get(sname, 0.0))
         return rec
+
+    def _late(self, var: Variable) -> list:
+        """The record of a variable first seen after ``build``: a built-in creates its
+        slots now; an optimizer with its own ``build`` cannot (as in Keras)."""
+        if _owner(type(self), "build") is Optimizer:
+            return self._register(var)
+        raise ValueError(
+            f"{type(self).__name__}: unknown variable '{getattr(var, 'name', var)}': this "
+            f"optimizer was built for {len(self._tracked)} other variables; create a new "
+            f"optimizer for a new set of variables")
+
+    def _new_variable(self, key: str, shape, initializer, dtype, name: str) -> Variable:
+        if isinstance(initializer, (int, float)) or initializer in ("zeros", "ones"):
+            fill = {"zeros": 0.0, "ones": 1.0}.get(initializer, initializer)
+            value = np.full(shape, fill, dtype=dtype)
+        else:
+            from layerkit import initializers
+
+            value = np.asarray(initializers.get(initializer)(tuple(shape), dtype), dtype)
+        var = Variable(value, trainable=False, name=name)
+        trackable.apply_deferred(self, key, var)  # names file and path on a misfit
+        self._slot_vars[key] = var
+        return var
+
+    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="none",
+                     name: str | None = None) -> Variable:
+        """A new non-trainable optimizer Variable (saved in checkpoints as ``name``).
+
+        Args:
+            shape: its shape.
+            initializer: a number, an initializer name (``'zeros'``) or object.
+            dtype: its dtype (default float32).
+            aggregation: accepted for Keras compatibility (unused).
+            name: its name (default ``'variable'``); a repeated name gets a suffix
+                ``_1``, ``_2`` in checkpoints.
+
+        Returns:
+            The Variable, also listed in :attr:`variables`.
+        """
+        name = name or "variable"
+        key, n = name, 0
+        while key in self._slot_vars:
+            n += 1
+            key = f"{name}_{n}"
+        var = self._new_variable(key, tuple(shape), initializer, np.dtype(dtype or "float32"),
+                                 name)
+        self._unowned.append(var)
+        return var
+
+    def add_variable_from_reference(self, reference_variable: Variable, name: str | None = None,
+                                    initializer="zeros") -> Variable:
+        """A slot of ``reference_variable``: a Variable of its shape and dtype, named
+        ``<variable name>_<name>``, read back with :meth:`get_slot`.
+
+        Args:
+            reference_variable: a variable the optimizer updates.
+            name: the slot's name (default ``'var'``), unique per variable.
+            initializer: a number, an initializer name (``'zeros'``) or object.
+
+        Returns:
+            The slot Variable (saved in checkpoints as ``<name>/<variable index>``).
+
+        Raises:
+            ValueError: the variable already has a slot of this name.
+        """
+        name = name or "var"
+        rec = self._records.get(id(reference_variable))
+        if rec is None:
+            rec = self._register(reference_variable)
+        key = f"{name}/{rec[0]}"
+        if key in self._slot_vars:
+            raise ValueError(
+                f"{type(self).__name__}: variable '{reference_variable.name}' already has "
+                f"a slot named {name!r}")
+        slot = self._new_variable(key, reference_variable.shape, initializer,
+                                  reference_variable.dtype, f"{reference_variable.name}_{name}")
+        rec[1].append(slot)
+        return slot
+
+    def add_optimizer_variables(self, trainable_variables, name,
+                                initializer="zeros") -> list | tuple:
+        """:meth:`add_variable_from_reference` for each variable (Keras 3).
+
+        Returns:
+            The list of slots, or a tuple of such lists when ``name`` is a list of names.
+        """
+        if isinstance(name, (list, tuple)):
+            return tuple(self.add_optimizer_variables(trainable_variables, n, initializer)
+                         for n in name)
+        return [self.add_variable_from_reference(v, name, initializer)
+                for v in trainable_variables]
 
     def get_slot(self, var: Variable, slot_name: str) -> Variable:
         """The slot Variable ``slot_name`` (e.g. ``'m'``) of ``var``.
@@ -234,12 +410,28 @@ class Optimizer:
             KeyError: the variable has no slots yet or the name is unknown.
         """
         rec = self._records.get(id(var))
-        if rec is None or slot_name not in self._slot_names:
+        slot = None if rec is None else self._slot_vars.get(f"{slot_name}/{rec[0]}")
+        if slot is None:
+            names = [] if rec is None else [k.rsplit("/", 1)[0] for k, s in
+                                             self._slot_vars.items() if any(s is x for x in rec[1])]
             raise KeyError(
                 f"{type(self).__name__}: no slot {slot_name!r} for variable '{var.name}'; "
-                f"slots are {list(self._slot_names)}, created at the first apply_gradients"
+                f"its slots are {names}, created at the first apply_gradients (build)"
             )
-        return rec[1][self._slot_names.index(slot_name)]
+        return slot
+
+    def _var_key(self, variable: Variable) -> int:
+        """Keras 3's key of a variable in the optimizer's tables."""
+        return id(variable)
+
+    def _get_variable_index(self, variable: Variable) -> int:
+        """The index of ``variable`` in the list the optimizer was built with (Keras 3
+        optimizers index their slot lists with it)."""
+        rec = self._records.get(id(variable))
+        if rec is None:
+            raise KeyError(f"{type(self).__name__}: variable '{variable.name}' is not one "
+                           f"of the variables the optimizer was built with")
+        return rec[0]
 
     @property
     def variables(self) -> list:
@@ -249,6 +441,34 @@ class Optimizer:
             out.append(self._lr_var)
         out.extend(self._slot_vars.values())
         return out
+
+    # ---- the contract's update helpers -------------------------------------------------
+    def assign(self, variable: Variable, value) -> None:
+        """Set ``variable`` (a model or optimizer variable) to ``value`` in ``update_step``."""
+        variable.assign(value)
+
+    def assign_add(self, variable: Variable, value) -> None:
+        """Add ``value`` to ``variable`` in ``update_step``."""
+        variable.assign_add(value)
+
+    def assign_sub(self, variable: Variable, value) -> None:
+        """Subtract ``value`` from ``variable`` in ``update_step``."""
+        variable.assign_sub(value)
+
+    def update_step(self, gradient: Tensor, variable: Variable, learning_rate) -> None:
+        """Update ``variable`` (and its slots) from ``gradient``; subclasses define it.
+
+        Args:
+            gradient: the (clipped) gradient, a Tensor of the variable's dtype.
+            variable: the variable to update, with :meth:`assign_sub` and friends.
+            learning_rate: the learning-rate Variable (float32), or the schedule's value.
+
+        Raises:
+            NotImplementedError: always, in the base class.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} must define update_step(gradient, variable, "
+            f"learning_rate) (see the lk.optimizers.Optimizer docstring)")
 
     # ---- weight decay exclusion ------------------------------------------------------------
     def exclude_from_weight_decay(self, var_list=None, var_names=None) -> None:
@@ -307,7 +527,7 @@ class Optimizer:
         for g, var in zip(grads, variables):
             rec = records.get(id(var))
             if rec is None:
-                rec = self._add_variable(var)
+                rec = self._late(var)
             if g is None:
                 missing.append(var.name)
                 continue
@@ -339,11 +559,11 @@ class Optimizer:
 
     def _apply_traced(self, grads: list, variables: list) -> None:
         """Inside ``lk.function``: the update becomes one stateful graph node whose forward
-        is the NumPy path below, so the graph re-runs it on every call."""
+        is the eager update below (kernels or ``update_step``), re-run on every call."""
         present, missing = [], []
         for g, var in zip(grads, variables):
             if id(var) not in self._records:
-                self._add_variable(var)
+                self._late(var)
             if g is None:
                 missing.append(var.name)
                 continue
@@ -358,10 +578,11 @@ class Optimizer:
         if KEEPERS:  # now, while the tracer sees the snapshots as reads before the update
             _keep_reads([(var, None, self._records[id(var)]) for var in updated],
                         self.iterations)
-        # The node changes these variables (in place, or ``iterations`` by replacement).
+        # The node changes these variables (in place, or by replacement).
         changed = updated + [s for var in updated for s in self._records[id(var)][1]]
         python_call(lambda *grads: self._apply_arrays(grads, updated),
-                    [g for g, _ in present], updates=changed + [self.iterations],
+                    [g for g, _ in present],
+                    updates=changed + self._unowned + [self.iterations],
                     name=f"{type(self).__name__} step of {len(updated)} variables")
         for var in updated:  # recorded after the update node, as ops on the new values
             if var.constraint is not None:
@@ -392,8 +613,18 @@ class Optimizer:
         if self.clipnorm or self.global_clipnorm or self.clipvalue:
             work = self._clip(work)
         lr = self._current_lr()
-        consts = self._constants(lr, int(self.iterations._v))
         decay = float(self.weight_decay) * lr if self.weight_decay else 0.0
+        if self._fused and self.use_fused_kernel:
+            self._fused_update(work, lr, decay)
+        else:
+            self._reference_update(work, decay)
+        # A new array rather than += so that earlier .numpy() results stay as they were.
+        replace_value(self.iterations, np.array(int(self.iterations._v) + 1, dtype=np.int64))
+
+    def _fused_update(self, work: list, lr: float, decay: float) -> None:
+        """The built-ins' fast path: decay and update every variable in place with the
+        NumPy kernel (small variables by groups, large ones in blocks)."""
+        consts = self._constants(lr, int(self.iterations._v))
         solo = work
         if self._groups:
             solo = []
@@ -415,8 +646,15 @@ class Optimizer:
                 # e.g. a 0-d value stored as a NumPy scalar: give the variable its own buffer.
                 v = writable(var)[0]
             self._update(v, g, [s._v for s in rec[1]], decay if rec[2] else 0.0, consts)
-        # A new array rather than += so that earlier .numpy() results stay as they were.
-        replace_value(self.iterations, np.array(int(self.iterations._v) + 1, dtype=np.int64))
+
+    def _reference_update(self, work: list, decay: float) -> None:
+        """Keras 3's path: decay with lk ops, then ``update_step`` per variable."""
+        lr = self._lr_var if self._lr_fn is None else \
+            Tensor(np.float32(self._current_lr()))
+        for var, g, rec in work:
+            if decay and rec[2]:
+                self.assign_sub(var, var * decay)
+            self.update_step(Tensor(g), var, lr)
 
     def _update(self, v: np.ndarray, g: np.ndarray, slots: list, wd: float, consts) -> None:
         """Decay and update one array in place (block by block when it is large)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.primitives import elementwise as _ew
 
 
 class RMSprop(Optimizer):
@@ -75,6 +76,26 @@ class RMSprop(Optimizer):
             np.subtract(v, mo, out=v)
         else:
             np.subtract(v, t, out=v)
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        """The update rule in layerkit ops (the reference for ``_kernel``)."""
+        rho, c = self.rho, 1.0 - self.rho
+        vel = self.get_slot(variable, "velocity")
+        self.assign(vel, _ew.add(_ew.multiply(vel, rho), _ew.multiply(_ew.square(gradient), c)))
+        if self.centered:
+            avg = self.get_slot(variable, "average_gradient")
+            self.assign(avg, _ew.add(_ew.multiply(avg, rho), _ew.multiply(gradient, c)))
+            denominator = _ew.add(_ew.subtract(vel, _ew.square(avg)), self.epsilon)
+        else:
+            denominator = _ew.add(vel, self.epsilon)
+        lr = _ew.cast(learning_rate, variable.dtype)
+        increment = _ew.divide(_ew.multiply(gradient, lr), _ew.sqrt(denominator))
+        if self.momentum > 0:
+            mo = self.get_slot(variable, "momentum")
+            self.assign(mo, _ew.add(_ew.multiply(mo, self.momentum), increment))
+            self.assign_sub(variable, mo)
+        else:
+            self.assign_sub(variable, increment)
 
     def get_config(self) -> dict:
         config = super().get_config()

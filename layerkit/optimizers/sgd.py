@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.primitives import elementwise as _ew
 
 
 class SGD(Optimizer):
@@ -68,6 +69,19 @@ class SGD(Optimizer):
             np.add(v, t2, out=v)
         else:
             np.add(v, m, out=v)
+
+    def update_step(self, gradient, variable, learning_rate) -> None:
+        """The update rule in layerkit ops (the reference for ``_kernel``)."""
+        step = _ew.multiply(gradient, _ew.cast(learning_rate, variable.dtype))
+        if not self.momentum:
+            self.assign_sub(variable, step)
+            return
+        m = self.get_slot(variable, "momentum")
+        self.assign(m, _ew.subtract(_ew.multiply(m, self.momentum), step))
+        if self.nesterov:
+            self.assign_add(variable, _ew.subtract(_ew.multiply(m, self.momentum), step))
+        else:
+            self.assign_add(variable, m)
 
     def get_config(self) -> dict:
         config = super().get_config()
