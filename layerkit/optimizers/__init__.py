@@ -1,7 +1,9 @@
-"""Optimizers with Keras 3 update rules: SGD, Adam, AdamW, RMSprop, Adagrad.
+"""Optimizers with Keras 3 update rules: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam,
+Adamax, Adadelta, Lion.
 
 ``get(identifier)`` resolves a string name (``'sgd'``, ``'adam'``, ``'adamw'``,
-``'rmsprop'``, ``'adagrad'``), a config dict or an instance.
+``'rmsprop'``, ``'adagrad'``, ``'nadam'``, ``'adamax'``, ``'adadelta'``, ``'lion'``), a
+config dict or an instance.
 
 Writing an optimizer follows Keras 3's contract: subclass :class:`Optimizer`, create the
 slots in ``build(variables)`` with ``add_variable_from_reference`` and write the rule in
@@ -15,17 +17,34 @@ with checkpoints and ``.keras`` files, with no private names. The built-ins have
 from __future__ import annotations
 
 from layerkit.optimizers import schedules
+from layerkit.optimizers.adadelta import Adadelta, Lion
 from layerkit.optimizers.adagrad import Adagrad
 from layerkit.optimizers.adam import Adam, AdamW
+from layerkit.optimizers.adam_variants import Adamax, Nadam
 from layerkit.optimizers.optimizer import Optimizer
 from layerkit.optimizers.rmsprop import RMSprop
 from layerkit.optimizers.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "schedules", "get",
-           "serialize", "deserialize"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Nadam", "Adamax",
+           "Adadelta", "Lion", "schedules", "get", "serialize", "deserialize", "legacy"]
 
-_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad}
+_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad,
+            "nadam": Nadam, "adamax": Adamax, "adadelta": Adadelta, "lion": Lion}
 _CLASS_NAMES = {c.__name__ for c in _BY_NAME.values()}
+
+
+def _legacy_namespace():
+    """``keras.optimizers.legacy`` (TF 2.11+): the same classes under the old spelling."""
+    from types import ModuleType
+
+    mod = ModuleType(f"{__name__}.legacy", "tf.keras's legacy optimizer names: the same "
+                                           "classes as lk.optimizers.")
+    for cls in (Optimizer, SGD, Adam, RMSprop, Adagrad, Nadam, Adamax, Adadelta):
+        setattr(mod, cls.__name__, cls)
+    return mod
+
+
+legacy = _legacy_namespace()
 
 
 def serialize(optimizer: Optimizer) -> dict:
