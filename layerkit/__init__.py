@@ -54,6 +54,7 @@ from layerkit.runtime import (  # noqa: E402
     get_logger,
     group,
     no_op,
+    recompute_grad,
     test,
     version,
 )

@@ -53,6 +53,14 @@ from layerkit.primitives.nn import (
 from layerkit.primitives.registry import NAMESPACES
 
 swish = silu  # Keras/TF alias
+
+
+def atrous_conv2d(value, filters, rate: int, padding: str, name: str | None = None):
+    """Dilated 2-D convolution (``tf.nn.atrous_conv2d``): :func:`conv2d` with stride 1
+    and ``dilations=rate``."""
+    return conv2d(value, filters, strides=1, padding=padding, dilations=rate)
+
+
 # Ops published to tf.nn by their own modules (sigmoid, tanh, top_k, bias_add, ...).
 globals().update(NAMESPACES["nn"])
 
@@ -65,7 +73,7 @@ __all__ = [
     "conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
     "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
     "avg_pool3d", "max_pool", "avg_pool", "pool", "compute_average_loss",
-    "scale_regularization_loss", *sorted(NAMESPACES["nn"]),
+    "scale_regularization_loss", "atrous_conv2d", *sorted(NAMESPACES["nn"]),
 ]
 
 

@@ -25,7 +25,13 @@ from types import SimpleNamespace
 from typing import Any
 
 __all__ = ["control_dependencies", "group", "no_op", "get_logger", "version", "test",
-           "compat"]
+           "compat", "recompute_grad"]
+
+
+def recompute_grad(f: Any) -> Any:
+    """``tf.recompute_grad``: returns ``f``. Recomputing the forward pass during the
+    backward one only trades memory for time; the gradients are the same without it."""
+    return f
 
 
 @contextlib.contextmanager

@@ -44,3 +44,20 @@ def test_dataset_cardinality_has_numpy_like_a_tf_tensor():
     c = lk.data.Dataset.range(6).cardinality()
     assert c == 6 and c.numpy() == 6 and c.dtype == "int64"
     assert lk.data.Dataset.range(3).repeat().cardinality().numpy() == lk.data.INFINITE
+
+
+def test_recompute_grad_and_atrous_conv2d():
+    import numpy as np
+
+    f = lk.recompute_grad(lambda x: x * x)
+    x = lk.Variable(3.0)
+    with lk.GradientTape() as t:
+        y = f(x)
+    assert float(t.gradient(y, x)) == 6.0
+    rng = np.random.default_rng(0)
+    value = rng.normal(size=(1, 7, 7, 2)).astype(np.float32)
+    k = rng.normal(size=(2, 2, 2, 3)).astype(np.float32)
+    dilated = np.zeros((3, 3, 2, 3), np.float32)  # rate 2: taps two apart
+    dilated[::2, ::2] = k
+    np.testing.assert_allclose(lk.nn.atrous_conv2d(value, k, rate=2, padding="VALID"),
+                               lk.nn.conv2d(value, dilated, 1, "VALID"), rtol=1e-5, atol=1e-6)
