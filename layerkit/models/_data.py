@@ -117,6 +117,17 @@ def is_array_like(x) -> bool:
     return np.isscalar(x)
 
 
+def zeros_like_shape(shape, dtype):
+    """Zeros of ``shape`` (a shape, a list of shapes or a dict of them; ``None`` sizes
+    become 1): the inputs ``Model.build`` and ``summary``'s probe call a model on."""
+    if isinstance(shape, dict):
+        return {k: zeros_like_shape(v, dtype) for k, v in shape.items()}
+    if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
+        return [zeros_like_shape(s, dtype) for s in shape]
+    dims = tuple(1 if d is None else int(d) for d in shape)
+    return wrap(np.zeros(dims, dtype))
+
+
 class ArrayFeeder:
     """Batches of in-memory arrays (nested in lists/tuples/dicts) by index.
 
