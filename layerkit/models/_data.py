@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 
 from layerkit._core.convert import FLOATX
+from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.primitives import random as _random
 
 
@@ -198,7 +198,7 @@ class ArrayFeeder:
                              f"out of {self.n}")
         train = [a[:cut] for a in self.leaves]
         val = [a[cut:] for a in self.leaves]
-        return pack_like(self.structure, train), pack_like(self.structure, val)
+        return pack_sequence_as(self.structure, train), pack_sequence_as(self.structure, val)
 
     def _batch(self, idx) -> tuple:
         if isinstance(idx, slice):
@@ -206,10 +206,10 @@ class ArrayFeeder:
         else:
             vals = [wrap(a.take(idx, axis=0)) for a in self.leaves]
         if self._bare:
-            return vals[0] if self._flat_structure else pack_like(self.structure[0], vals)
+            return vals[0] if self._flat_structure else pack_sequence_as(self.structure[0], vals)
         if self._flat_structure:  # (x, y[, sw]) of plain arrays: no structure to rebuild
             return tuple(vals)
-        return pack_like(self.structure, vals)
+        return pack_sequence_as(self.structure, vals)
 
     def _new_pass(self) -> tuple:
         """The batch starts and sample order of one pass over the data."""

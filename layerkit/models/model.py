@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from layerkit._core import context
-from layerkit.autodiff.nest import flatten
+from layerkit._core.nest import flatten
 from layerkit.layers import layer as _layer_module
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor

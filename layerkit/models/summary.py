@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core import context
-from layerkit.autodiff.nest import flatten
+from layerkit._core.nest import flatten
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.models._data import zeros_like_shape
 

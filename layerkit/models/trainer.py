@@ -47,10 +47,10 @@ from layerkit import callbacks as _callbacks
 from layerkit import metrics as _metrics
 from layerkit import optimizers as _optimizers
 from layerkit._core import context, distribution
+from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function import function as _function
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.autodiff.tape import GradientTape
 from layerkit.layers.layer import Layer, gather_losses
 from layerkit.models import _compile, _data, _fit_state
@@ -96,7 +96,7 @@ def _concat(batches: list):
     for i in range(len(flat[0])):
         parts = [np.asarray(f[i]._v if isinstance(f[i], Tensor) else f[i]) for f in flat]
         cols.append(np.concatenate(parts, axis=0) if parts[0].ndim else np.stack(parts))
-    return pack_like(first, cols) if isinstance(first, (list, tuple, dict)) else cols[0]
+    return pack_sequence_as(first, cols) if isinstance(first, (list, tuple, dict)) else cols[0]
 
 
 class Trainer(_Base):
