@@ -40,6 +40,8 @@ _SEQ = (list, tuple)
 
 
 def _seq(lists_are_leaves: bool) -> type | tuple:
+    # (inlined as `tuple if lists_are_leaves else _SEQ` where a call per use shows: the
+    # flatten/pack of every lk.function call and gradient)
     return tuple if lists_are_leaves else _SEQ
 
 
@@ -69,7 +71,7 @@ def flatten(structure, *, sort_keys: bool = True, lists_are_leaves: bool = False
         A list of the leaves (``None`` leaves included).
     """
     out: list = []
-    _flatten(structure, out, sort_keys, _seq(lists_are_leaves))
+    _flatten(structure, out, sort_keys, tuple if lists_are_leaves else _SEQ)
     return out
 
 
@@ -120,7 +122,7 @@ def pack_sequence_as(structure, flat_sequence, *, sort_keys: bool = True,
     """
     it = iter(flat_sequence)
     try:
-        out = _pack(structure, it, sort_keys, _seq(lists_are_leaves))
+        out = _pack(structure, it, sort_keys, tuple if lists_are_leaves else _SEQ)
     except StopIteration:
         out = None
     else:
