@@ -12,6 +12,7 @@ import functools
 import re
 
 from layerkit._core.context import name_scope
+from layerkit._core.nest import flatten
 from layerkit._core.variable import Variable
 from layerkit.checkpoint import trackable
 
@@ -25,23 +26,6 @@ _PENDING = trackable._PENDING_ATTR
 def camel_to_snake(name: str) -> str:
     """``MyModule`` -> ``my_module``, ``MLP`` -> ``mlp`` (TensorFlow's rule for modules)."""
     return _CAMEL.sub(r"_\1", name).lower()
-
-
-def _leaves(value):
-    """The leaves of a nested attribute value: list/tuple elements in order, dict values
-    sorted by key (as ``tf.nest`` flattens), anything else is a leaf."""
-    if isinstance(value, dict):
-        try:
-            keys = sorted(value)
-        except TypeError:  # keys of mixed types: insertion order
-            keys = list(value)
-        for k in keys:
-            yield from _leaves(value[k])
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    else:
-        yield value
 
 
 def _walk(module, predicate, seen: set):
@@ -64,7 +48,7 @@ def _holds_state(value) -> bool:
             or hasattr(value, "_checkpoint_children") or hasattr(value, "_checkpoint_variables"):
         return True
     if isinstance(value, (list, tuple, dict)):
-        return any(_holds_state(v) for v in _leaves(value))
+        return any(_holds_state(v) for v in flatten(value))
     return False
 
 
@@ -148,7 +132,7 @@ class Module:
         d = vars(self)
         for key in sorted(d):
             if key not in self._MODULE_IGNORED:
-                yield from _leaves(d[key])
+                yield from flatten(d[key])
 
     def _flatten(self, predicate=None) -> tuple:
         if predicate is None:

@@ -24,6 +24,25 @@ FORBIDDEN = {
     # lk.distribute is reached only through layerkit._core.distribution (a seam)
     "models": {"distribute"},
     "optimizers": {"distribute"},
+    # the top-level modules of the training vocabulary: op records and _core below them
+    # (and saving.serialization_lib, imported inside their get/serialize functions)
+    "losses": _ABOVE_CORE - {"primitives", "losses"},
+    "initializers": _ABOVE_CORE - {"primitives", "initializers"},
+    "regularizers": _ABOVE_CORE - {"primitives", "regularizers"},
+}
+# metrics and callbacks sit below the models but above losses and lk.utils.
+FORBIDDEN["metrics"] |= {"utils", "initializers", "regularizers"}
+FORBIDDEN["callbacks"] |= {"optimizers", "losses", "metrics", "data", "initializers",
+                           "regularizers", "distribute"}
+
+# module -> layerkit modules it must never import (finer than the packages above)
+_MODEL_HALVES = {"layerkit.models.model", "layerkit.models.sequential",
+                 "layerkit.models.functional_config", "layerkit.models.cloning"}
+FORBIDDEN_MODULES = {
+    # Model.summary() passes the model in; the table reads it by duck typing.
+    "models/summary.py": _MODEL_HALVES | {"layerkit.models.trainer"},
+    # Trainer is a mixin below Model (Keras 3's trainers/trainer.py): it never names it.
+    "models/trainer.py": _MODEL_HALVES,
 }
 HEAVY = {"torch", "tensorflow", "jax", "pickle", "cloudpickle", "dill"}
 
@@ -44,10 +63,14 @@ def test_import_dag():
     bad = []
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT).parts
-        pkg = rel[0] if len(rel) > 1 else None
+        # a package's files, or a top-level module (losses.py) as a package of one file
+        pkg = rel[0] if len(rel) > 1 else path.stem
+        modules = FORBIDDEN_MODULES.get("/".join(rel), ())
         for name in _imports(path):
             parts = name.split(".")
             if parts[0] in HEAVY:
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+            if any(name == m or name.startswith(m + ".") for m in modules):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
             if parts[0] != "layerkit" or len(parts) < 2 or pkg not in FORBIDDEN:
                 continue
@@ -95,3 +118,23 @@ def test_metrics_package_is_checked():
     # The metrics families live in a package, so the DAG check above walks each file.
     files = {p.name for p in (ROOT / "metrics").glob("*.py")}
     assert {"__init__.py", "base_metric.py", "confusion_metrics.py"} <= files
+
+
+def test_top_level_modules_and_module_rules_are_checked():
+    # The DAG check above covers the top-level modules and the module rules: each file
+    # it names exists (a rename would otherwise silently drop its rule).
+    for name in ("losses", "initializers", "regularizers"):
+        assert (ROOT / f"{name}.py").is_file() and name in FORBIDDEN
+    for name in ("metrics", "callbacks"):
+        assert (ROOT / name / "__init__.py").is_file() and name in FORBIDDEN
+    for rel in FORBIDDEN_MODULES:
+        assert (ROOT / rel).is_file(), rel
+
+
+def test_summary_and_model_import_no_cycle():
+    # models.summary (imported by models.model) must not import models.model back; the
+    # Trainer mixin is imported by models.model and must not import it either.
+    names = set(_imports(ROOT / "models" / "summary.py"))
+    assert not any(n.startswith("layerkit.models.model") for n in names), names
+    names = set(_imports(ROOT / "models" / "trainer.py"))
+    assert not any(n.startswith("layerkit.models.model") for n in names), names

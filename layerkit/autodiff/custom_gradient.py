@@ -9,10 +9,11 @@ import numpy as np
 
 from layerkit._core import context
 from layerkit._core.convert import convert_to_tensor
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
-from layerkit.autodiff.nest import flatten, pack_like
 
 
 class _VariableWatcher:

@@ -4,10 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core import context
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.backprop import backward
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.primitives import array as _array
 from layerkit.primitives.creation import zeros
 

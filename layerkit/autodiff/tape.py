@@ -10,12 +10,13 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.context import RECORDERS
 from layerkit._core.convert import convert_to_tensor
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import KEEPERS, Variable
 from layerkit.autodiff import jacobian as _jac
 from layerkit.autodiff.backprop import backward
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.primitives.creation import zeros_like
 from layerkit.primitives.elementwise import add
 

@@ -1,16 +1,10 @@
 """``CallbackList``: calls a hook on every callback, skipping the ones nobody overrides."""
 from __future__ import annotations
 
+from layerkit._core.nest import flatten
 from layerkit.callbacks.callback import _HOOKS, Callback, _overrides
 from layerkit.callbacks.history import History
 from layerkit.callbacks.progbar_logger import ProgbarLogger
-
-
-def _flatten(callbacks) -> list:
-    out = []
-    for cb in callbacks:
-        out.extend(_flatten(cb) if isinstance(cb, (list, tuple)) else [cb])
-    return out
 
 
 class CallbackList(Callback):
@@ -40,7 +34,7 @@ class CallbackList(Callback):
     def __init__(self, callbacks=None, add_history: bool = False, add_progbar: bool = False,
                  model=None, **params) -> None:
         super().__init__()
-        self.callbacks = _flatten(callbacks or [])
+        self.callbacks = flatten(list(callbacks or []))
         for cb in self.callbacks:
             if not isinstance(cb, Callback):
                 raise TypeError(f"CallbackList: every callback must be a "

@@ -137,28 +137,12 @@ class PaddedBatchNode(Node):
             raise ValueError(f"Dataset.padded_batch: {what} must match the element structure "
                              f"{_st.describe(codec.template)}, received {option!r}")
         try:
-            leaves = _flatten_option(codec.template, option)
+            # shapes are lists/tuples of ints: walk the element's template only
+            leaves = _st.flatten_up_to(codec.template, option)
         except (KeyError, TypeError, IndexError, ValueError):
             raise ValueError(f"Dataset.padded_batch: {what} must match the element structure "
                              f"{_st.describe(codec.template)}, received {option!r}") from None
         return leaves
-
-
-def _flatten_option(template, option) -> list:
-    # Shapes are lists/tuples of ints, so walk the element template, not the option.
-    if isinstance(template, dict):
-        out = []
-        for k in template:
-            out.extend(_flatten_option(template[k], option[k]))
-        return out
-    if isinstance(template, tuple):
-        if len(option) != len(template):
-            raise ValueError("length mismatch")
-        out = []
-        for t, o in zip(template, option):
-            out.extend(_flatten_option(t, o))
-        return out
-    return [option]
 
 
 def _shape_tuple(shape) -> tuple:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit.data import structure as _st
-from layerkit.data.batch import _flatten_option, _shape_tuple
+from layerkit.data.batch import _shape_tuple
 from layerkit.data.node import call_fn, fn_name
 
 # rejection_resample's running estimate of the input's class distribution (no
@@ -155,7 +155,7 @@ def bucket_by_sequence_length(ds, element_length_func, bucket_boundaries, bucket
             spec = group.element_spec
             codec = _st.Codec(spec)
             given = ([None] * codec.n if shapes is None else [shapes] if codec.kind == "leaf"
-                     else _flatten_option(codec.template, shapes))
+                     else _st.flatten_up_to(codec.template, shapes))
             shapes = codec.pack([
                 [filler if d is None or d == -1 else int(d)
                  for d in (s.shape if g is None else _shape_tuple(g))]

@@ -7,8 +7,11 @@ without walking types again (the per-element hot path).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from layerkit._core import nest as _nest
 from layerkit._core.convert import to_array
 from layerkit._core.op import wrap
 from layerkit._core.spec import TensorSpec, shapes_compatible  # noqa: F401 (re-exported)
@@ -73,42 +76,14 @@ def batch_spec(spec, size):
 
 
 # ---- nested structures ---------------------------------------------------------------------
-def is_structure(x) -> bool:
-    return isinstance(x, (tuple, dict))
-
-
-def map_structure(fn, structure):
-    """Apply ``fn`` to every leaf of ``structure`` (tuples, namedtuples, dicts)."""
-    if isinstance(structure, dict):
-        return {k: map_structure(fn, v) for k, v in structure.items()}
-    if isinstance(structure, tuple):
-        vals = [map_structure(fn, v) for v in structure]
-        return type(structure)(*vals) if hasattr(structure, "_fields") else tuple(vals)
-    return fn(structure)
-
-
-def flatten(structure) -> list:
-    if isinstance(structure, dict):
-        out = []
-        for v in structure.values():
-            out.extend(flatten(v))
-        return out
-    if isinstance(structure, tuple):
-        out = []
-        for v in structure:
-            out.extend(flatten(v))
-        return out
-    return [structure]
-
-
-def same_structure(a, b) -> bool:
-    if isinstance(a, dict):
-        return (isinstance(b, dict) and set(a) == set(b)
-                and all(same_structure(a[k], b[k]) for k in a))
-    if isinstance(a, tuple):
-        return (isinstance(b, tuple) and len(a) == len(b)
-                and all(same_structure(x, y) for x, y in zip(a, b)))
-    return not isinstance(b, (tuple, dict))
+# layerkit._core.nest with tf.data's options: tuples and dicts are structures (a list is one
+# tensor) and a dict's components keep insertion order.
+is_structure = functools.partial(_nest.is_nested, lists_are_leaves=True)
+map_structure = functools.partial(_nest.map_structure, sort_keys=False, lists_are_leaves=True)
+flatten = functools.partial(_nest.flatten, sort_keys=False, lists_are_leaves=True)
+flatten_up_to = functools.partial(_nest.flatten_up_to, sort_keys=False, lists_are_leaves=True)
+same_structure = functools.partial(_nest.same_structure, check_types=False,
+                                   lists_are_leaves=True)
 
 
 def describe(structure) -> str:
@@ -155,7 +130,7 @@ class Codec:
             return list(element)
         if kind == "dict":
             return [element[k] for k in self.keys]
-        return _flatten_like(self.template, element)
+        return flatten_up_to(self.template, element)
 
     def pack(self, leaves):
         kind = self.kind
@@ -179,20 +154,6 @@ class Codec:
         if self.kind == "tuple" and self.ttype is tuple:
             return tuple(leaves)
         return self.pack(leaves)
-
-
-def _flatten_like(template, element) -> list:
-    if isinstance(template, dict):
-        out = []
-        for k in template:
-            out.extend(_flatten_like(template[k], element[k]))
-        return out
-    if isinstance(template, tuple):
-        out = []
-        for t, e in zip(template, element):
-            out.extend(_flatten_like(t, e))
-        return out
-    return [element]
 
 
 # ---- conversion ----------------------------------------------------------------------------

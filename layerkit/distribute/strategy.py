@@ -15,9 +15,10 @@ import zlib
 import numpy as np
 
 from layerkit._core import distribution
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.distribute import _mpi
 from layerkit.distribute import input as _input
 from layerkit.distribute._reduce import Reducer

@@ -30,8 +30,8 @@ import json
 import numpy as np
 
 from layerkit import callbacks as _callbacks
+from layerkit._core.nest import flatten
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten
 from layerkit.models import _data
 
 __all__ = ["broadcast_values"]

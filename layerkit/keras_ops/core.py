@@ -12,9 +12,10 @@ from collections.abc import Callable
 import numpy as np
 
 import layerkit as lk
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function.trace import TracingError
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.keras_ops._prims import dtype_arg, run, scatter_add, t
 
 __all__ = ["convert_to_tensor", "convert_to_numpy", "is_tensor", "shape", "dtype", "cast",

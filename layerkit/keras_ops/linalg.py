@@ -12,8 +12,9 @@ from collections.abc import Callable
 import numpy as np
 
 import layerkit as lk
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops._prims import axes_arg, floating, swap_last, t
 

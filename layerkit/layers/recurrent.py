@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.variable import Variable
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.layers import symbolic as _sym
 from layerkit.layers.core import Activation, Dense, Embedding, Flatten
 from layerkit.layers.input_spec import InputSpec

@@ -22,8 +22,9 @@ import numpy as np
 
 from layerkit._core import context
 from layerkit._core.convert import as_dtype
+from layerkit._core.nest import flatten, map_structure
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import wrap
-from layerkit.autodiff.nest import flatten, pack_like
 
 __all__ = ["SymbolicTensor", "Node", "flatten", "map_structure", "any_symbolic", "call", "probe",
            "probing", "output_shape"]
@@ -105,11 +106,6 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<Node {self.layer.name}: {len(self.inputs)} input(s)>"
-
-
-def map_structure(fn, structure):
-    """Apply ``fn`` to every leaf of a nested list/tuple/dict, keeping the structure."""
-    return pack_like(structure, [fn(x) for x in flatten(structure)])
 
 
 def any_symbolic(args: tuple, kwargs: dict) -> bool:

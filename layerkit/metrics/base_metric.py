@@ -21,11 +21,12 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.convert import to_array
 from layerkit._core.effects import python_call
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable, replace_value, writable
-from layerkit.autodiff.nest import flatten, pack_like
 
 EPSILON = 1e-7  # Keras's backend.epsilon(), used for the AUC end thresholds
 

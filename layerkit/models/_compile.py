@@ -9,8 +9,8 @@ import numpy as np
 
 from layerkit import losses as _losses
 from layerkit import metrics as _metrics
+from layerkit._core.nest import flatten
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten
 from layerkit.checkpoint import trackable
 from layerkit.primitives import elementwise as _ew
 

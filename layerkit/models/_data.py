@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 
 from layerkit._core.convert import FLOATX
+from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.primitives import random as _random
 
 
@@ -117,6 +117,17 @@ def is_array_like(x) -> bool:
     return np.isscalar(x)
 
 
+def zeros_like_shape(shape, dtype):
+    """Zeros of ``shape`` (a shape, a list of shapes or a dict of them; ``None`` sizes
+    become 1): the inputs ``Model.build`` and ``summary``'s probe call a model on."""
+    if isinstance(shape, dict):
+        return {k: zeros_like_shape(v, dtype) for k, v in shape.items()}
+    if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
+        return [zeros_like_shape(s, dtype) for s in shape]
+    dims = tuple(1 if d is None else int(d) for d in shape)
+    return wrap(np.zeros(dims, dtype))
+
+
 class ArrayFeeder:
     """Batches of in-memory arrays (nested in lists/tuples/dicts) by index.
 
@@ -187,7 +198,7 @@ class ArrayFeeder:
                              f"out of {self.n}")
         train = [a[:cut] for a in self.leaves]
         val = [a[cut:] for a in self.leaves]
-        return pack_like(self.structure, train), pack_like(self.structure, val)
+        return pack_sequence_as(self.structure, train), pack_sequence_as(self.structure, val)
 
     def _batch(self, idx) -> tuple:
         if isinstance(idx, slice):
@@ -195,10 +206,10 @@ class ArrayFeeder:
         else:
             vals = [wrap(a.take(idx, axis=0)) for a in self.leaves]
         if self._bare:
-            return vals[0] if self._flat_structure else pack_like(self.structure[0], vals)
+            return vals[0] if self._flat_structure else pack_sequence_as(self.structure[0], vals)
         if self._flat_structure:  # (x, y[, sw]) of plain arrays: no structure to rebuild
             return tuple(vals)
-        return pack_like(self.structure, vals)
+        return pack_sequence_as(self.structure, vals)
 
     def _new_pass(self) -> tuple:
         """The batch starts and sample order of one pass over the data."""

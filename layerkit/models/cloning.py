@@ -1,7 +1,7 @@
 """``lk.models.clone_model``: the same architecture with new weights (Keras 3's API)."""
 from __future__ import annotations
 
-from layerkit.autodiff.nest import flatten, pack_like
+from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor
 from layerkit.models.functional import Input
@@ -115,7 +115,7 @@ def _clone_functional(model: Model, input_tensors, clone, call_function) -> Mode
 
     memo = {id(old): new for old, new in zip(graph.flat_inputs, new_inputs)}
     outputs = graph.replay(memo, call)
-    inputs = pack_like(graph.inputs, new_inputs) if not isinstance(
+    inputs = pack_sequence_as(graph.inputs, new_inputs) if not isinstance(
         graph.inputs, SymbolicTensor) else new_inputs[0]
     cls = type(model) if type(model) is not Model else Model
     return cls(inputs=inputs, outputs=outputs, name=model.name, trainable=model.trainable)

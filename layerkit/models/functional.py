@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.layers.backend_config import floatx
 from layerkit.layers.layer import set_keras_mask
 from layerkit.layers.symbolic import SymbolicTensor, map_structure
@@ -229,4 +229,4 @@ class Graph:
             else:
                 for sym, val in zip(flatten(outs), flatten(out)):
                     memo[id(sym)] = val
-        return pack_like(self.outputs, [memo[id(t)] for t in self.flat_outputs])
+        return pack_sequence_as(self.outputs, [memo[id(t)] for t in self.flat_outputs])

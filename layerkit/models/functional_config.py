@@ -24,7 +24,7 @@ the enclosing model call decides training mode (Keras lets the outer flag win to
 """
 from __future__ import annotations
 
-from layerkit.autodiff.nest import flatten, pack_like
+from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor
 
@@ -159,7 +159,7 @@ def functional_config(model) -> dict:
 def _map(fn, structure):
     if isinstance(structure, SymbolicTensor):
         return fn(structure)
-    return pack_like(structure, [fn(t) for t in flatten(structure)])
+    return pack_sequence_as(structure, [fn(t) for t in flatten(structure)])
 
 
 # ---- reading ------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from layerkit._core import context
-from layerkit.autodiff.nest import flatten
+from layerkit._core.nest import flatten
 from layerkit.layers.symbolic import SymbolicTensor
+from layerkit.models._data import zeros_like_shape
 
 
 def _fmt_shape(shape) -> str:
@@ -48,8 +49,6 @@ def _probe_shapes(model, layers) -> dict:
     shape = model.__dict__.get("_build_shape")
     if shape is None:
         return {}
-    from layerkit.models.model import _zeros_like_shape
-
     shapes: dict = {}
 
     def recorder(layer, fn):
@@ -68,7 +67,7 @@ def _probe_shapes(model, layers) -> dict:
         for layer in layers:
             layer.__dict__["call"] = recorder(layer, layer.call)
             patched.append(layer)
-        model(_zeros_like_shape(shape, model._dtype), training=False)
+        model(zeros_like_shape(shape, model._dtype), training=False)
     except Exception:  # a probe that fails only loses the shapes column
         pass
     finally:

@@ -7,10 +7,11 @@ import tempfile
 
 import numpy as np
 
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.spec import TensorSpec
 from layerkit.autodiff.function.api import Function
 from layerkit.autodiff.function.fuse import scalar_dtype
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.io._optional import require
 from layerkit.onnx import emitters as _emitters  # noqa: F401  (fills the table)
 from layerkit.onnx._builder import Builder, NodeView, UnsupportedOpError

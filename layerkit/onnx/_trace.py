@@ -23,10 +23,11 @@ from math import prod
 import numpy as np
 
 from layerkit._core import context
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.variable import Variable
 from layerkit.autodiff.function import trace as _tracing
 from layerkit.autodiff.function.api import Function
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.layers import layer as _layer
 
 BATCH = "batch"

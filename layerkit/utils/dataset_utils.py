@@ -5,8 +5,9 @@ import random
 
 import numpy as np
 
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.data import Dataset
 
 __all__ = ["split_dataset"]

@@ -10,7 +10,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 
-from layerkit.autodiff.nest import flatten
+from layerkit._core.nest import flatten
 
 __all__ = ["plot_model", "layer_graph"]
 

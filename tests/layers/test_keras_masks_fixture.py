@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
+from layerkit._core import nest
 
 from . import keras_cases as kc
 
@@ -24,7 +25,7 @@ def _model(name: str, build):
 def test_outputs_and_masks_match_keras(name):
     build, inputs = kc.OUTPUT_CASES[name]
     inputs = kc.masking_inputs() if inputs is None else inputs
-    ys = lk.autodiff.nest.flatten(_model(name, build)(inputs))
+    ys = nest.flatten(_model(name, build)(inputs))
     assert len(ys) == int(FIXTURE[f"{name}/n_outputs"])
     for i, y in enumerate(ys):
         np.testing.assert_allclose(y.numpy(), FIXTURE[f"{name}/y{i}"], rtol=1e-5, atol=1e-6)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import layerkit as lk
+from layerkit._core import nest
 from layerkit.layers import RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells
 
 from .layer_test_util import check_layer_grads
@@ -43,7 +44,7 @@ def test_return_state_gives_each_cells_states_like_keras():
     init = [[lk.ones((2, 5))], [lk.zeros((2, 3)), lk.ones((2, 3))]]
     a = layer(x, initial_state=init)
     b = layer(x, initial_state=[lk.ones((2, 5)), lk.zeros((2, 3)), lk.ones((2, 3))])
-    for u, v in zip(lk.autodiff.nest.flatten(a), lk.autodiff.nest.flatten(b)):
+    for u, v in zip(nest.flatten(a), nest.flatten(b)):
         np.testing.assert_array_equal(u.numpy(), v.numpy())
     assert not np.allclose(a[0].numpy(), layer(x)[0].numpy())
     with pytest.raises(ValueError, match=r"initial_state must be 3 tensor\(s\)"):

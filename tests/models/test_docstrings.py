@@ -8,7 +8,8 @@ import layerkit
 import layerkit.layers
 import layerkit.models
 
-MODULES = ["layerkit.models.model", "layerkit.models.sequential", "layerkit.models.functional",
+MODULES = ["layerkit.models.model", "layerkit.models.trainer", "layerkit.models.sequential",
+           "layerkit.models.functional",
            "layerkit.optimizers.sgd", "layerkit.optimizers.adam",
            "layerkit.optimizers.schedules", "layerkit.losses",
            "layerkit.metrics.reduction_metrics", "layerkit.metrics.accuracy_metrics",

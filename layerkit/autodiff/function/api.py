@@ -18,6 +18,8 @@ import weakref
 import numpy as np
 
 from layerkit._core import context
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import Op, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable, replace_value
@@ -35,7 +37,6 @@ from layerkit.autodiff.function.signature import (
     retrace_reason,
 )
 from layerkit.autodiff.function.trace import Tracer
-from layerkit.autodiff.nest import flatten, pack_like
 
 _new = object.__new__
 
