@@ -42,7 +42,7 @@ for _sub in ("core", "einops", "image", "linalg", "math", "nn", "numpy"):
 from layerkit.io.dlpack import from_dlpack  # noqa: E402
 from layerkit._info import show_config  # noqa: E402
 from layerkit import experimental, keras, train  # noqa: E402
-from layerkit import bitwise, config, debugging, dtypes, errors  # noqa: E402
+from layerkit import bitwise, config, debugging, dtypes, errors, nest  # noqa: E402
 from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
 from layerkit.config import device  # noqa: E402
 from layerkit.module import Module  # noqa: E402

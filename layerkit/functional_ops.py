@@ -22,15 +22,16 @@ from collections.abc import Callable
 from typing import Any
 
 from layerkit._core.convert import convert_to_tensor
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.tensor import Tensor
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 
 __all__ = ["map_fn", "scan", "foldl", "foldr", "vectorized_map"]
 
 
-def _leaves(elems: Any, op: str) -> tuple[list, int]:
+def _tensors_of(elems: Any, op: str) -> tuple[list, int]:
     leaves = [convert_to_tensor(e) if not isinstance(e, Tensor) else e for e in flatten(elems)]
     if not leaves:
         raise ValueError(f"lk.{op}: elems must hold at least one tensor; received {elems!r}")
@@ -95,7 +96,7 @@ def map_fn(fn: Callable, elems: Any, dtype: Any = None, parallel_iterations: int
             first dimensions differ.
     """
     signature = fn_output_signature if fn_output_signature is not None else dtype
-    leaves, n = _leaves(elems, "map_fn")
+    leaves, n = _tensors_of(elems, "map_fn")
     if n == 0:
         if signature is None:
             raise ValueError("lk.map_fn: elems is empty, so fn never runs; pass "
@@ -126,7 +127,7 @@ def scan(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations:
             then also the first output).
         reverse: scan from the last element to the first (outputs stay in input order).
     """
-    leaves, n = _leaves(elems, "scan")
+    leaves, n = _tensors_of(elems, "scan")
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
     if initializer is None:
         if n == 0:
@@ -149,14 +150,14 @@ def foldl(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations
           back_prop: bool = True, swap_memory: bool = False, name: str | None = None) -> Any:
     """``fn(...fn(fn(initializer, x0), x1)..., xn)`` over axis 0 (``tf.foldl``); with no
     initializer the first element starts the accumulation."""
-    leaves, n = _leaves(elems, "foldl")
+    leaves, n = _tensors_of(elems, "foldl")
     return _fold(fn, elems, leaves, list(range(n)), initializer, "foldl")
 
 
 def foldr(fn: Callable, elems: Any, initializer: Any = None, parallel_iterations: int = 10,
           back_prop: bool = True, swap_memory: bool = False, name: str | None = None) -> Any:
     """:func:`foldl` from the last element to the first (``tf.foldr``)."""
-    leaves, n = _leaves(elems, "foldr")
+    leaves, n = _tensors_of(elems, "foldr")
     return _fold(fn, elems, leaves, list(range(n - 1, -1, -1)), initializer, "foldr")
 
 

@@ -45,6 +45,7 @@ from layerkit.keras import (
     dtype_policies,
     mixed_precision,
     preprocessing,
+    tree,
 )
 from layerkit.keras.mixed_precision import DTypePolicy
 from layerkit.layers import InputSpec, Layer
@@ -70,7 +71,8 @@ __all__ = ["Input", "Model", "Sequential", "Layer", "Loss", "Metric", "Optimizer
            "FloatDTypePolicy", "name_scope", "version", "config", "dtype_policies", "activations",
            "backend", "callbacks", "datasets",
            "constraints", "initializers", "layers", "losses", "metrics", "mixed_precision", "ops",
-           "models", "optimizers", "preprocessing", "random", "regularizers", "saving", "utils"]
+           "models", "optimizers", "preprocessing", "random", "regularizers", "saving", "tree",
+           "utils"]
 
 _ALIASES = {"callbacks": callbacks, "constraints": constraints,
             "initializers": initializers, "layers": layers, "losses": losses,
