@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 import weakref
 
@@ -26,6 +27,35 @@ _NEEDS_NONE2 = (False, False)
 _new = object.__new__
 _get_ident = threading.get_ident
 _discard = KEEPERS.discard
+_refs = sys.getrefcount
+_weakrefs = weakref.getweakrefcount
+
+# Release (see GradientTape._prune): the tape looks for recorded tensors nothing but
+# itself refers to any more once this many bytes of outputs (plus _NODE_BYTES per
+# recorded op) were recorded since the last look, or as many as were alive after it,
+# whichever is more: amortised O(1) per op, and a loop of ops on a watched tensor never
+# holds more than about this much of dead results.
+_PRUNE_BYTES = 16 << 20
+_NODE_BYTES = 256
+# Stand-ins replace dead values no gradient rule reads only from this size up (smaller
+# ones cost more to replace than they hold); tests set it to 0 to poison everything.
+_STANDIN_MIN_BYTES = 1024
+
+
+def _standin(v):
+    """A zero-stride array shaped and typed like ``v`` whose elements are poison (NaN;
+    the most negative integer; True): what a tape keeps in place of a value no gradient
+    rule reads, so that reading it by mistake shows in the gradient."""
+    dt = v.dtype
+    if dt.kind in "fc":
+        fill = np.array(np.nan, dt)
+    elif dt.kind in "iu":
+        fill = np.array(np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max, dt)
+    elif dt.kind == "b":
+        fill = np.array(True)
+    else:
+        return v
+    return np.broadcast_to(fill, v.shape)
 
 
 def _ones(t: Tensor) -> np.ndarray:
@@ -110,6 +140,9 @@ class GradientTape:
     # those ops may then be stale (see gradient()).
     _late_watch = False
     _thread = None  # the thread whose ops this tape records
+    # Bytes recorded since the last _prune and the amount that triggers the next one.
+    _pending = 0
+    _budget = _PRUNE_BYTES
 
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = persistent
@@ -161,6 +194,8 @@ class GradientTape:
     def _release(self) -> None:
         """Drop the recorded ops (a non-persistent tape that answered, reset)."""
         self._nodes = []
+        self._pending = 0
+        self._budget = _PRUNE_BYTES
         if self._reads:
             self._reads = {}
             _discard(self._keeper)
@@ -230,9 +265,108 @@ class GradientTape:
         if _get_ident() != self._thread:
             return
         self._nodes.append((op, ins, outs, attrs, needs))
+        n = _NODE_BYTES
         for o in outs:
-            if o._rv.dtype.kind in "fc":  # integer/bool results carry no gradient
+            v = o._rv
+            if v.dtype.kind in "fc":  # integer/bool results carry no gradient
                 w[id(o)] = o
+                n += v.nbytes
+        self._pending += n
+        if self._pending > self._budget:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Release what no gradient can need any more (amortised: see _PRUNE_BYTES).
+
+        A recorded tensor is *dead* when nothing but this tape refers to it (its
+        reference count is exactly the tape's own references; no weak references): no
+        one can use it again or ask for a gradient through it. A recorded op whose
+        outputs are all dead and feed no kept op cannot contribute to the gradient of
+        a live tensor: it is dropped, with what it held (in reverse order, so a dead
+        chain goes at once). A dead tensor that kept ops still take in, but whose
+        value none of their gradient rules reads (``Op.reads``), keeps its identity,
+        shape and dtype for the backward walk while its array is replaced by a
+        zero-stride stand-in (:func:`_standin`). Watched tensors (roots) and anything
+        that is not a plain Tensor are never touched.
+        """
+        nodes = self._nodes
+        w = self._watched
+        roots = self._roots
+        # The tape's own references to each plain Tensor: one per place in its node
+        # tuples (each tuple counted once: tapes share them) and one from _watched.
+        held: dict = {}
+        seen: set = set()
+        for node in nodes:
+            for tup in (node[1], node[2]):
+                k = id(tup)
+                if k in seen:
+                    continue
+                seen.add(k)
+                for t in tup:
+                    if type(t) is Tensor:
+                        k = id(t)
+                        e = held.get(k)
+                        if e is None:
+                            held[k] = [t, 1]
+                        else:
+                            e[1] += 1
+        for k, e in held.items():
+            if w.get(k) is e[0]:
+                e[1] += 1
+        probe = _new(Tensor)
+        held[id(probe)] = [probe, 0]
+        dead = set()
+        alone = None
+        for k, e in held.items():
+            t = e[0]
+            if alone is None:  # the count of a Tensor only `held` and this loop hold
+                alone = _refs(probe)
+            if _refs(t) == alone + e[1] and not _weakrefs(t) and k not in roots:
+                dead.add(k)
+            t = None
+        del held[id(probe)]
+        # Reverse walk: keep an op if one of its outputs is alive or feeds a kept op.
+        kept = []
+        fed: set = set()   # tensors kept ops take in
+        read: set = set()  # tensors whose values kept ops' gradient rules read
+        for node in reversed(nodes):
+            op, ins, outs = node[0], node[1], node[2]
+            for o in outs:
+                k = id(o)
+                if k not in dead or k in fed:
+                    break
+            else:
+                for o in outs:
+                    if w.get(id(o)) is o:
+                        del w[id(o)]
+                continue
+            kept.append(node)
+            reads = op.reads
+            for j, t in enumerate(ins):
+                k = id(t)
+                fed.add(k)
+                if reads is None or j in reads:
+                    read.add(k)
+            if reads is None or "out" in reads:
+                read.update([id(o) for o in outs])
+        kept.reverse()
+        self._nodes = kept
+        for node in kept:
+            fed.update([id(o) for o in node[2]])  # now: every tensor kept ops refer to
+        live = 0
+        for k, e in held.items():
+            if k not in fed:
+                continue  # only dropped ops referred to it: it goes with them
+            v = e[0]._rv
+            if type(v) is not np.ndarray:
+                continue
+            if (k in dead and k not in read and v.nbytes >= _STANDIN_MIN_BYTES
+                    and v.strides.count(0) < v.ndim):  # (not a stand-in already)
+                e[0]._v = _standin(v)
+            else:
+                live += v.nbytes
+        self._pending = 0
+        self._budget = max(_PRUNE_BYTES, live + _NODE_BYTES * len(kept))
 
     # ---- public API ---------------------------------------------------------------------
     def _watch_one(self, t: Tensor) -> None:
