@@ -57,15 +57,24 @@ class Op:
         # graph may apply ``m`` to this op's (smaller) last input instead of its output
         # (``passes.sink_masks``; e.g. a ReLU mask moved through a max-pool gradient).
         self.absorbs = absorbs
-        # What ``vjp`` reads besides shapes and dtypes: input positions and/or "out";
-        # None (the default) is everything (see the module docstring).
+        # What ``vjp`` reads besides shapes and dtypes: input positions (``slice(k,
+        # None)``: every input from position k on) and/or "out"; None (the default) is
+        # everything (see the module docstring).
         if reads is not None:
             reads = tuple(reads)
             for r in reads:
-                if r != "out" and not (type(r) is int and r >= 0):
+                if not (r == "out" or (type(r) is int and r >= 0) or (
+                        type(r) is slice and type(r.start) is int and r.stop is None)):
                     raise ValueError(f"Op {name!r}: reads entries are input positions "
-                                     f"(ints >= 0) or 'out', received {r!r}")
+                                     f"(ints >= 0, slice(k, None)) or 'out', received {r!r}")
         self.reads = reads
+
+    def reads_input(self, j: int) -> bool:
+        """Whether ``vjp`` reads the value of input ``j`` (see ``reads``)."""
+        reads = self.reads
+        if reads is None or j in reads:
+            return True
+        return any(type(r) is slice and j >= r.start for r in reads)
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import itertools
 import sys
 import threading
 import weakref
@@ -40,6 +41,17 @@ _NODE_BYTES = 256
 # Stand-ins replace dead values no gradient rule reads only from this size up (smaller
 # ones cost more to replace than they hold); tests set it to 0 to poison everything.
 _STANDIN_MIN_BYTES = 1024
+
+
+def _count(held: dict, tup: tuple) -> None:
+    """Add one reference per place of each plain Tensor in ``tup`` to ``held``."""
+    for t in tup:
+        if type(t) is Tensor:
+            e = held.get(id(t))
+            if e is None:
+                held[id(t)] = [t, 1]
+            else:
+                e[1] += 1
 
 
 def _standin(v):
@@ -292,39 +304,43 @@ class GradientTape:
         nodes = self._nodes
         w = self._watched
         roots = self._roots
-        # The tape's own references to each plain Tensor: one per place in its node
-        # tuples (each tuple counted once: tapes share them) and one from _watched.
+        # The tape's own references to each plain Tensor: one per place in the input and
+        # output tuples of its nodes, one from _watched. A tuple something else refers
+        # to as well (the op being recorded returns its outputs' tuple; nested tapes
+        # share them) makes its tensors reachable from outside: they are not counted
+        # as the tape's, so they stay alive.
         held: dict = {}
-        seen: set = set()
-        for node in nodes:
-            for tup in (node[1], node[2]):
-                k = id(tup)
-                if k in seen:
-                    continue
-                seen.add(k)
-                for t in tup:
-                    if type(t) is Tensor:
-                        k = id(t)
-                        e = held.get(k)
-                        if e is None:
-                            held[k] = [t, 1]
-                        else:
-                            e[1] += 1
+        probe = _new(Tensor)
+        first = (None, (probe,), (probe,))
+        shared = 0  # the count of a tuple only its node tuple (and this loop) refers to
+        for node in itertools.chain((first,), nodes):
+            ins = node[1]
+            outs = node[2]
+            if not shared:
+                shared = _refs(ins)
+            if _refs(ins) == shared:
+                _count(held, ins)
+            if _refs(outs) == shared:
+                _count(held, outs)
+        ins = outs = node = None
+        del first
+        pid = id(probe)
+        held[pid][1] = 0
+        del probe  # from here on only `held` refers to it
         for k, e in held.items():
             if w.get(k) is e[0]:
                 e[1] += 1
-        probe = _new(Tensor)
-        held[id(probe)] = [probe, 0]
         dead = set()
-        alone = None
+        alone = 0  # the count of a Tensor nothing but `held` refers to (the probe's)
         for k, e in held.items():
             t = e[0]
-            if alone is None:  # the count of a Tensor only `held` and this loop hold
-                alone = _refs(probe)
-            if _refs(t) == alone + e[1] and not _weakrefs(t) and k not in roots:
+            n = _refs(t)
+            if k == pid:  # the first entry
+                alone = n
+            elif n == alone + e[1] and not _weakrefs(t) and k not in roots:
                 dead.add(k)
-            t = None
-        del held[id(probe)]
+        t = None
+        del held[pid]
         # Reverse walk: keep an op if one of its outputs is alive or feeds a kept op.
         kept = []
         fed: set = set()   # tensors kept ops take in
@@ -345,7 +361,7 @@ class GradientTape:
             for j, t in enumerate(ins):
                 k = id(t)
                 fed.add(k)
-                if reads is None or j in reads:
+                if reads is None or j in reads or op.reads_input(j):
                     read.add(k)
             if reads is None or "out" in reads:
                 read.update([id(o) for o in outs])

@@ -488,7 +488,8 @@ def _rsqrt_forward(x):
 
 _POW = binary("pow", np.power, _pow_rule, "({0} ** {1})", reads=(0, 1, "out"))
 _SQUARE = unary("square", np.square,
-                lambda g, ins, y, needs: (multiply(g, multiply(2, ins[0])),), "({0} * {0})", reads=(0,))
+                lambda g, ins, y, needs: (multiply(g, multiply(2, ins[0])),), "({0} * {0})",
+                reads=(0,))
 # d sqrt(x) = 1 / (2 sqrt(x)): reuse the answer; at x == 0 this is inf, as in TF.
 _SQRT = unary("sqrt", np.sqrt, lambda g, ins, y, needs: (divide(g, multiply(2, y)),),
               "sqrt({0})", reads=("out",))
@@ -613,7 +614,8 @@ def _sigmoid_tails(x):
     return np.where(x < 0, e * r, r)
 
 
-_SIN = unary("sin", np.sin, lambda g, ins, y, needs: (multiply(g, cos(ins[0])),), "sin({0})", reads=(0,))
+_SIN = unary("sin", np.sin, lambda g, ins, y, needs: (multiply(g, cos(ins[0])),), "sin({0})",
+             reads=(0,))
 _COS = unary("cos", np.cos, lambda g, ins, y, needs: (negative(multiply(g, sin(ins[0]))),),
              "cos({0})", reads=(0,))
 _TAN = unary("tan", np.tan, lambda g, ins, y, needs: (multiply(g, add(1, square(y))),),
@@ -981,7 +983,8 @@ _MAXIMUM = binary("maximum", np.maximum, _max_rule,
 _MINIMUM = binary("minimum", np.minimum, _min_rule,
                   "where({0} <= {1}, {0}, where({1} < {0}, {1}, {0} + {1}))", reads=(0, 1))
 _CLIP = binary("clip_by_value", _clip_forward, _clip_rule,
-               "where({1} > {2}, {2}, where({0} < {1}, {1}, where({0} > {2}, {2}, {0})))", reads=(0, 1, 2))
+               "where({1} > {2}, {2}, where({0} < {1}, {1}, where({0} > {2}, {2}, {0})))",
+               reads=(0, 1, 2))
 _WHERE = binary("where", np.where, _where_rule, "where({0}, {1}, {2})", reads=(0,))
 
 
