@@ -43,17 +43,6 @@ _NODE_BYTES = 256
 _STANDIN_MIN_BYTES = 1024
 
 
-def _count(held: dict, tup: tuple) -> None:
-    """Add one reference per place of each plain Tensor in ``tup`` to ``held``."""
-    for t in tup:
-        if type(t) is Tensor:
-            e = held.get(id(t))
-            if e is None:
-                held[id(t)] = [t, 1]
-            else:
-                e[1] += 1
-
-
 def _standin(v):
     """A zero-stride array shaped and typed like ``v`` whose elements are poison (NaN;
     the most negative integer; True): what a tape keeps in place of a value no gradient
@@ -290,97 +279,90 @@ class GradientTape:
     def _prune(self) -> None:
         """Release what no gradient can need any more (amortised: see _PRUNE_BYTES).
 
-        A recorded tensor is *dead* when nothing but this tape refers to it (its
-        reference count is exactly the tape's own references; no weak references): no
-        one can use it again or ask for a gradient through it. A recorded op whose
-        outputs are all dead and feed no kept op cannot contribute to the gradient of
-        a live tensor: it is dropped, with what it held (in reverse order, so a dead
-        chain goes at once). A dead tensor that kept ops still take in, but whose
-        value none of their gradient rules reads (``Op.reads``), keeps its identity,
-        shape and dtype for the backward walk while its array is replaced by a
-        zero-stride stand-in (:func:`_standin`). Watched tensors (roots) and anything
-        that is not a plain Tensor are never touched.
+        A recorded tensor is *dead* when nothing but this tape refers to it: its
+        reference count is exactly the tape's own references (its producer's output
+        tuple, ``_watched``, the input tuples of kept ops) and it has no weak
+        references. No one can use it again or ask for a gradient through it.
+
+        One walk from the newest op back: an op whose outputs are all dead and feed no
+        kept op cannot contribute to the gradient of a live tensor, so it is dropped at
+        once (its input tuples go with it, which may make its inputs dead in turn:
+        a dead chain goes in the same walk). A dead output that kept ops take in, but
+        whose value none of their gradient rules reads (``Op.reads``), keeps its
+        identity, shape and dtype for the backward walk while its array is replaced
+        by a zero-stride stand-in (:func:`_standin`). A tuple something else refers to
+        as well (the op being recorded returns its outputs' tuple; nested tapes share
+        them) gives its tensors a reference the tape does not count, so they stay
+        alive. Watched tensors (roots) and anything not a plain Tensor are never
+        touched. A probe op, walked first, calibrates both counts.
         """
         nodes = self._nodes
         w = self._watched
         roots = self._roots
-        # The tape's own references to each plain Tensor: one per place in the input and
-        # output tuples of its nodes, one from _watched. A tuple something else refers
-        # to as well (the op being recorded returns its outputs' tuple; nested tapes
-        # share them) makes its tensors reachable from outside: they are not counted
-        # as the tape's, so they stay alive.
-        held: dict = {}
-        probe = _new(Tensor)
-        first = (None, (probe,), (probe,))
-        shared = 0  # the count of a tuple only its node tuple (and this loop) refers to
-        for node in itertools.chain((first,), nodes):
-            ins = node[1]
-            outs = node[2]
-            if not shared:
-                shared = _refs(ins)
-            if _refs(ins) == shared:
-                _count(held, ins)
-            if _refs(outs) == shared:
-                _count(held, outs)
-        ins = outs = node = None
-        del first
-        pid = id(probe)
-        held[pid][1] = 0
-        del probe  # from here on only `held` refers to it
-        for k, e in held.items():
-            if w.get(k) is e[0]:
-                e[1] += 1
-        dead = set()
-        alone = 0  # the count of a Tensor nothing but `held` refers to (the probe's)
-        for k, e in held.items():
-            t = e[0]
-            n = _refs(t)
-            if k == pid:  # the first entry
-                alone = n
-            elif n == alone + e[1] and not _weakrefs(t) and k not in roots:
-                dead.add(k)
-        t = None
-        del held[pid]
-        # Reverse walk: keep an op if one of its outputs is alive or feeds a kept op.
-        kept = []
-        fed: set = set()   # tensors kept ops take in
+        refs, weakrefs, plain = _refs, _weakrefs, Tensor
+        wget = w.get
+        nodes.append((None, (), (_new(Tensor),), None, None))  # the probe
+        tbase = base = 0  # counts of a tuple / tensor only its node refers to
+        fed: dict = {}    # tensor id -> places in the input tuples of kept ops
+        fget = fed.get
         read: set = set()  # tensors whose values kept ops' gradient rules read
-        for node in reversed(nodes):
-            op, ins, outs = node[0], node[1], node[2]
-            for o in outs:
-                k = id(o)
-                if k not in dead or k in fed:
-                    break
-            else:
+        kept = []
+        live = 0
+        for i in range(len(nodes) - 1, -1, -1):
+            node = nodes[i]
+            outs = node[2]
+            if not tbase:  # the probe
+                tbase = refs(outs)
                 for o in outs:
-                    if w.get(id(o)) is o:
+                    base = refs(o)
+                o = node = nodes[i] = None
+                continue
+            alive = refs(outs) != tbase
+            if not alive:
+                for o in outs:
+                    k = id(o)
+                    if (k in fed or type(o) is not plain or k in roots
+                            or refs(o) != base + (wget(k) is o) or weakrefs(o)):
+                        alive = True
+                        break
+                o = None
+            if not alive:  # dead and feeding nothing kept: drop it now
+                for o in outs:
+                    if wget(id(o)) is o:
                         del w[id(o)]
+                o = node = outs = nodes[i] = None
                 continue
             kept.append(node)
+            op = node[0]
             reads = op.reads
-            for j, t in enumerate(ins):
-                k = id(t)
-                fed.add(k)
-                if reads is None or j in reads or op.reads_input(j):
-                    read.add(k)
             if reads is None or "out" in reads:
-                read.update([id(o) for o in outs])
+                read.update(map(id, outs))
+            own = refs(outs) == tbase  # (before the loop: its iterator refers to outs)
+            for o in outs:
+                v = o._rv
+                if type(v) is not np.ndarray:
+                    continue
+                k = id(o)
+                if (own and k not in read and type(o) is plain and k not in roots
+                        and v.nbytes >= _STANDIN_MIN_BYTES and v.strides.count(0) < v.ndim
+                        and refs(o) == base + (wget(k) is o) + fget(k, 0)
+                        and not weakrefs(o)):
+                    o._v = _standin(v)
+                else:
+                    live += v.nbytes
+            o = v = None
+            ins = node[1]
+            if refs(ins) == tbase:
+                for t in ins:
+                    k = id(t)
+                    fed[k] = fget(k, 0) + 1
+                t = None
+            if reads is None:
+                read.update(map(id, ins))
+            elif reads:
+                read.update([id(t) for j, t in enumerate(ins) if op.reads_input(j)])
         kept.reverse()
         self._nodes = kept
-        for node in kept:
-            fed.update([id(o) for o in node[2]])  # now: every tensor kept ops refer to
-        live = 0
-        for k, e in held.items():
-            if k not in fed:
-                continue  # only dropped ops referred to it: it goes with them
-            v = e[0]._rv
-            if type(v) is not np.ndarray:
-                continue
-            if (k in dead and k not in read and v.nbytes >= _STANDIN_MIN_BYTES
-                    and v.strides.count(0) < v.ndim):  # (not a stand-in already)
-                e[0]._v = _standin(v)
-            else:
-                live += v.nbytes
         self._pending = 0
         self._budget = max(_PRUNE_BYTES, live + _NODE_BYTES * len(kept))
 

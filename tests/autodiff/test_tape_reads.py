@@ -97,7 +97,9 @@ def test_a_loop_on_a_watched_tensor_keeps_only_the_live_result(eager_release):
         tape.watch(x)
         for _ in range(50):
             y = x * x + x
-        assert len(tape._nodes) <= 2 + 2  # the last y's two ops (and at most one more)
+        # Live ops: the last y's two (and those of the y before, alive while the next
+        # is computed); the tape looks again once as many bytes as are live were added.
+        assert len(tape._nodes) <= 8
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), 2 * x.numpy() + 1)
 
 
