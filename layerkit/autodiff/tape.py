@@ -36,7 +36,7 @@ _weakrefs = weakref.getweakrefcount
 # recorded op) were recorded since the last look, or as many as were alive after it,
 # whichever is more: amortised O(1) per op, and a loop of ops on a watched tensor never
 # holds more than about this much of dead results.
-_PRUNE_BYTES = 16 << 20
+_PRUNE_BYTES = 4 << 20
 _NODE_BYTES = 256
 # Stand-ins replace dead values no gradient rule reads only from this size up (smaller
 # ones cost more to replace than they hold); tests set it to 0 to poison everything.
@@ -141,9 +141,8 @@ class GradientTape:
     # those ops may then be stale (see gradient()).
     _late_watch = False
     _thread = None  # the thread whose ops this tape records
-    # Bytes recorded since the last _prune and the amount that triggers the next one.
-    _pending = 0
-    _budget = _PRUNE_BYTES
+    # Bytes left to record before the next _prune.
+    _left = _PRUNE_BYTES
 
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = persistent
@@ -195,8 +194,7 @@ class GradientTape:
     def _release(self) -> None:
         """Drop the recorded ops (a non-persistent tape that answered, reset)."""
         self._nodes = []
-        self._pending = 0
-        self._budget = _PRUNE_BYTES
+        self._left = _PRUNE_BYTES
         if self._reads:
             self._reads = {}
             _discard(self._keeper)
@@ -266,14 +264,14 @@ class GradientTape:
         if _get_ident() != self._thread:
             return
         self._nodes.append((op, ins, outs, attrs, needs))
-        n = _NODE_BYTES
+        left = self._left - _NODE_BYTES
         for o in outs:
             v = o._rv
             if v.dtype.kind in "fc":  # integer/bool results carry no gradient
                 w[id(o)] = o
-                n += v.nbytes
-        self._pending += n
-        if self._pending > self._budget:
+                left -= v.nbytes
+        self._left = left
+        if left < 0:
             self._prune()
 
     def _prune(self) -> None:
@@ -363,8 +361,7 @@ class GradientTape:
                 read.update([id(t) for j, t in enumerate(ins) if op.reads_input(j)])
         kept.reverse()
         self._nodes = kept
-        self._pending = 0
-        self._budget = max(_PRUNE_BYTES, live + _NODE_BYTES * len(kept))
+        self._left = max(_PRUNE_BYTES, live + _NODE_BYTES * len(kept))
 
     # ---- public API ---------------------------------------------------------------------
     def _watch_one(self, t: Tensor) -> None:

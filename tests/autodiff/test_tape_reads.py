@@ -77,7 +77,7 @@ def eager_release(monkeypatch):
     monkeypatch.setattr(_tape, "_PRUNE_BYTES", 0)
     monkeypatch.setattr(_tape, "_NODE_BYTES", 1)
     monkeypatch.setattr(_tape, "_STANDIN_MIN_BYTES", 0)
-    monkeypatch.setattr(_tape.GradientTape, "_budget", 0)
+    monkeypatch.setattr(_tape.GradientTape, "_left", 0)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[_row_id(r) for r in ROWS])
