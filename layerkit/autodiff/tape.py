@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import enum
-import itertools
 import sys
 import threading
 import weakref
