@@ -23,7 +23,9 @@ from layerkit.primitives.elementwise import add
 _READ_VALUE = Op("read_value", lambda x: x.copy(), lambda g, ins, out, needs: (g,))
 _SCALAR_ONES: dict = {}
 _NEEDS_ONE = (True,)
-_NEEDS_NONE2 = (False, False)
+# The needs of a two-input op, indexed by (first watched) + 2 * (second watched): shared
+# tuples, one allocation less per recorded op.
+_NEEDS2 = (None, (True, False), (False, True), (True, True))
 _new = object.__new__
 _get_ident = threading.get_ident
 _discard = KEEPERS.discard
@@ -253,8 +255,8 @@ class GradientTape:
                 return
             needs = _NEEDS_ONE
         elif n == 2:
-            needs = (id(ins[0]) in w, id(ins[1]) in w)
-            if needs == _NEEDS_NONE2:
+            needs = _NEEDS2[(id(ins[0]) in w) + 2 * (id(ins[1]) in w)]
+            if needs is None:
                 return
         else:
             needs = tuple([id(t) in w for t in ins])
@@ -310,11 +312,23 @@ class GradientTape:
             outs = node[2]
             if not tbase:  # the probe
                 tbase = refs(outs)
-                for o in outs:
-                    base = refs(o)
+                o = outs[0]
+                base = refs(o)
                 o = node = nodes[i] = None
                 continue
             alive = refs(outs) != tbase
+            if not alive and len(outs) == 1:  # the common case, without loops
+                o = outs[0]
+                k = id(o)
+                inw = wget(k) is o
+                if (k not in fed and type(o) is plain and refs(o) == base + inw
+                        and k not in roots and not weakrefs(o)):
+                    if inw:
+                        del w[k]
+                    o = node = outs = nodes[i] = None
+                    continue
+                o = None
+                alive = True
             if not alive:
                 for o in outs:
                     k = id(o)
