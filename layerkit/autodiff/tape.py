@@ -121,6 +121,12 @@ class GradientTape:
     a gradient computed inside an outer tape's block is recorded by the outer tape,
     which gives higher-order derivatives.
 
+    Memory: the tape keeps only what gradients can still need. Every few MB of
+    recorded results it drops recorded ops whose results nothing else refers to and
+    that feed no op it keeps, and replaces dead intermediate values no gradient rule
+    reads (``Op.reads``) by stand-ins; watched tensors and tensors you hold are never
+    touched.
+
     Args:
         persistent: allow more than one :meth:`gradient` call.
         watch_accessed_variables: watch trainable Variables read in the block.

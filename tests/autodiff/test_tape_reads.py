@@ -179,3 +179,21 @@ def test_variables_keep_the_values_ops_read_after_a_release(eager_release):
     v.assign_add(np.ones(256))
     g = tape.gradient(y, v)
     np.testing.assert_allclose(g.numpy(), 2 * np.exp(2 * before))
+
+
+def test_defop_declares_what_its_gradient_reads():
+    from layerkit import extend
+    softexp = extend.defop("softexp", np.exp, lambda g, ins, out: (g * out,), reads=("out",))
+    wrong = extend.defop("softexp_wrong", np.exp, lambda g, ins, out: (g * lk.exp(ins[0]),),
+                         reads=("out",))
+    x = lk.constant(np.linspace(-1, 1, 4096))
+    for op, ok in ((softexp, True), (wrong, False)):
+        with lk.GradientTape() as tape:
+            tape.watch(x)
+            y = op(x * 2.0)  # x * 2.0: dead once recorded; only the op's output is read
+            tape._prune()
+        g = tape.gradient(y, x).numpy()
+        if ok:
+            np.testing.assert_allclose(g, 2 * np.exp(2 * x.numpy()))
+        else:
+            assert np.isnan(g).all()  # a wrong declaration is loud, never silently wrong
