@@ -313,71 +313,79 @@ class GradientTape:
         read: set = set()  # tensors whose values kept ops' gradient rules read
         kept = []
         live = 0
-        for i in range(len(nodes) - 1, -1, -1):
-            node = nodes[i]
-            outs = node[2]
-            if not tbase:  # the probe
-                tbase = refs(outs)
-                o = outs[0]
-                base = refs(o)
-                o = node = nodes[i] = None
-                continue
-            alive = refs(outs) != tbase
-            if not alive and len(outs) == 1:  # the common case, without loops
-                o = outs[0]
-                k = id(o)
-                inw = wget(k) is o
-                if (k not in fed and type(o) is plain and refs(o) == base + inw
-                        and k not in roots and not weakrefs(o)):
-                    if inw:
-                        del w[k]
+        i = len(nodes)
+        try:
+            for i in range(len(nodes) - 1, -1, -1):
+                node = nodes[i]
+                outs = node[2]
+                if not tbase:  # the probe
+                    tbase = refs(outs)
+                    o = outs[0]
+                    base = refs(o)
+                    o = node = nodes[i] = None
+                    continue
+                alive = refs(outs) != tbase
+                if not alive and len(outs) == 1:  # the common case, without loops
+                    o = outs[0]
+                    k = id(o)
+                    inw = wget(k) is o
+                    if (k not in fed and type(o) is plain and refs(o) == base + inw
+                            and k not in roots and not weakrefs(o)):
+                        if inw:
+                            del w[k]
+                        o = node = outs = nodes[i] = None
+                        continue
+                    o = None
+                    alive = True
+                if not alive:
+                    for o in outs:
+                        k = id(o)
+                        if (k in fed or type(o) is not plain or k in roots
+                                or refs(o) != base + (wget(k) is o) or weakrefs(o)):
+                            alive = True
+                            break
+                    o = None
+                if not alive:  # dead and feeding nothing kept: drop it now
+                    for o in outs:
+                        if wget(id(o)) is o:
+                            del w[id(o)]
                     o = node = outs = nodes[i] = None
                     continue
-                o = None
-                alive = True
-            if not alive:
+                kept.append(node)
+                op = node[0]
+                reads = op.reads
+                if reads is None or "out" in reads:
+                    read.update(map(id, outs))
+                own = refs(outs) == tbase  # (before the loop: its iterator refers to outs)
                 for o in outs:
+                    v = o._rv
+                    if type(v) is not np.ndarray:
+                        continue
                     k = id(o)
-                    if (k in fed or type(o) is not plain or k in roots
-                            or refs(o) != base + (wget(k) is o) or weakrefs(o)):
-                        alive = True
-                        break
-                o = None
-            if not alive:  # dead and feeding nothing kept: drop it now
-                for o in outs:
-                    if wget(id(o)) is o:
-                        del w[id(o)]
-                o = node = outs = nodes[i] = None
-                continue
-            kept.append(node)
-            op = node[0]
-            reads = op.reads
-            if reads is None or "out" in reads:
-                read.update(map(id, outs))
-            own = refs(outs) == tbase  # (before the loop: its iterator refers to outs)
-            for o in outs:
-                v = o._rv
-                if type(v) is not np.ndarray:
-                    continue
-                k = id(o)
-                if (own and k not in read and type(o) is plain and k not in roots
-                        and v.nbytes >= _STANDIN_MIN_BYTES and v.strides.count(0) < v.ndim
-                        and refs(o) == base + (wget(k) is o) + fget(k, 0)
-                        and not weakrefs(o)):
-                    o._v = _standin(v)
-                else:
-                    live += v.nbytes
-            o = v = None
-            ins = node[1]
-            if refs(ins) == tbase:
-                for t in ins:
-                    k = id(t)
-                    fed[k] = fget(k, 0) + 1
-                t = None
-            if reads is None:
-                read.update(map(id, ins))
-            elif reads:
-                read.update([id(t) for j, t in enumerate(ins) if op.reads_input(j)])
+                    if (own and k not in read and type(o) is plain and k not in roots
+                            and v.nbytes >= _STANDIN_MIN_BYTES and v.strides.count(0) < v.ndim
+                            and refs(o) == base + (wget(k) is o) + fget(k, 0)
+                            and not weakrefs(o)):
+                        o._v = _standin(v)
+                    else:
+                        live += v.nbytes
+                o = v = None
+                ins = node[1]
+                if refs(ins) == tbase:
+                    for t in ins:
+                        k = id(t)
+                        fed[k] = fget(k, 0) + 1
+                    t = None
+                if reads is None:
+                    read.update(map(id, ins))
+                elif reads:
+                    read.update([id(t) for j, t in enumerate(ins) if op.reads_input(j)])
+        except BaseException:  # (an interrupt): keep every op not dropped yet
+            rest = [n for n in nodes[:i + 1] if n is not None and n[0] is not None]
+            if kept and rest and rest[-1] is kept[-1]:
+                rest.pop()
+            self._nodes = rest + kept[::-1]
+            raise
         kept.reverse()
         self._nodes = kept
         self._left = max(_PRUNE_BYTES, live + _NODE_BYTES * len(kept))

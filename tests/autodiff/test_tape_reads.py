@@ -197,3 +197,28 @@ def test_defop_declares_what_its_gradient_reads():
             np.testing.assert_allclose(g, 2 * np.exp(2 * x.numpy()))
         else:
             assert np.isnan(g).all()  # a wrong declaration is loud, never silently wrong
+
+
+def test_an_interrupted_release_leaves_a_working_tape(monkeypatch):
+    calls = []
+
+    def weakrefs(t):
+        calls.append(t)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return 0
+
+    x = lk.constant(np.linspace(-1, 1, 256))
+    with lk.GradientTape() as tape:
+        tape.watch(x)
+        ys = [lk.sin(x * float(k)) for k in range(1, 5)]
+        del ys[1:3]
+        monkeypatch.setattr(_tape, "_weakrefs", weakrefs)
+        with pytest.raises(KeyboardInterrupt):
+            tape._prune()
+        monkeypatch.undo()
+        assert all(n is not None and n[0] is not None for n in tape._nodes)
+        y = ys[0] + ys[1]
+    xv = x.numpy()
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(),
+                               np.cos(xv) + 4 * np.cos(4 * xv))
