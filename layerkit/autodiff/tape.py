@@ -33,12 +33,16 @@ _refs = sys.getrefcount
 _weakrefs = weakref.getweakrefcount
 
 # Release (see GradientTape._prune): the tape looks for recorded tensors nothing but
-# itself refers to any more once this many bytes of outputs (plus _NODE_BYTES per
-# recorded op) were recorded since the last look, or as many as were alive after it,
-# whichever is more: amortised O(1) per op, and a loop of ops on a watched tensor never
-# holds more than about this much of dead results.
+# itself refers to any more once this many bytes were recorded since the last look
+# (each op's float outputs plus _NODE_BYTES for the op itself), or as many as were
+# alive after it, whichever is more: amortised O(1) per op. A loop of ops on a watched
+# tensor so holds about 4 MB of dead results, or 512 dead ops of small tensors.
+# Measured on `y = x * x + x` with a watched x against torch requires_grad (load 15 on 2
+# cores, so ratios only): (256, 256) at 1.0-1.2x with 4 MB, 1.5-2.6x with 16 MB (cold
+# buffers); (4,) at ~1.05x with 8 KB per op, ~1.2x with 256 B (15,000 live ops between
+# looks make the cyclic GC's passes longer).
 _PRUNE_BYTES = 4 << 20
-_NODE_BYTES = 256
+_NODE_BYTES = 8 << 10
 # Stand-ins replace dead values no gradient rule reads only from this size up (smaller
 # ones cost more to replace than they hold); tests set it to 0 to poison everything.
 _STANDIN_MIN_BYTES = 1024
