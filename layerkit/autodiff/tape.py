@@ -36,22 +36,29 @@ _weakrefs = weakref.getweakrefcount
 # itself refers to any more once this many bytes were recorded since the last look
 # (each op's float outputs plus _NODE_BYTES for the op itself), or as many as were
 # alive after it, whichever is more: amortised O(1) per op. A loop of ops on a watched
-# tensor so holds about 4 MB of dead results, or 512 dead ops of small tensors.
-# Measured on `y = x * x + x` with a watched x against torch requires_grad (load 15 on 2
-# cores, so ratios only): (256, 256) at 1.0-1.2x with 4 MB, 1.5-2.6x with 16 MB (cold
-# buffers); (4,) at ~1.05x with 8 KB per op, ~1.2x with 256 B (15,000 live ops between
-# looks make the cyclic GC's passes longer).
-_PRUNE_BYTES = 4 << 20
-_NODE_BYTES = 8 << 10
+# tensor so holds about 1 MB of dead results (about L2), or 512 dead ops of small
+# tensors. Measured on `y = x * x + x` with a watched x, steady state, against torch
+# requires_grad in the same process (load 6 on 2 cores): 1 MB / 2 KB gave (4,) 1.04x
+# and (256, 256) 1.00-1.09x; 4 MB / 8 KB 1.02-1.14x and 1.16x (cold buffers); 4 MB /
+# 256 B 1.26-1.48x on (4,) (15,000 ops between looks: longer cyclic-GC passes).
+_PRUNE_BYTES = 1 << 20
+_NODE_BYTES = 2 << 10
 # Stand-ins replace dead values no gradient rule reads only from this size up (smaller
 # ones cost more to replace than they hold); tests set it to 0 to poison everything.
 _STANDIN_MIN_BYTES = 1024
+
+
+_STANDINS: dict = {}  # (shape, dtype) -> stand-in: they are read-only and tiny
 
 
 def _standin(v):
     """A zero-stride array shaped and typed like ``v`` whose elements are poison (NaN;
     the most negative integer; True): what a tape keeps in place of a value no gradient
     rule reads, so that reading it by mistake shows in the gradient."""
+    key = (v.shape, v.dtype)
+    s = _STANDINS.get(key)
+    if s is not None:
+        return s
     dt = v.dtype
     if dt.kind in "fc":
         fill = np.array(np.nan, dt)
@@ -61,7 +68,10 @@ def _standin(v):
         fill = np.array(True)
     else:
         return v
-    return np.broadcast_to(fill, v.shape)
+    if len(_STANDINS) >= 256:
+        _STANDINS.clear()
+    s = _STANDINS[key] = np.broadcast_to(fill, v.shape)
+    return s
 
 
 def _ones(t: Tensor) -> np.ndarray:
