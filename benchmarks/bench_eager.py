@@ -6,6 +6,7 @@ Prints one table per section; times are medians of interleaved repeats in one ru
 from __future__ import annotations
 
 import pathlib
+import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -53,7 +54,10 @@ def per_op_overhead() -> None:
                     tp.watch(a)
                 return a * a + a
 
-            rec = {"layerkit+tape": lk_taped}
+            def lk_steady(a=xw):  # no reset: the tape releases what no gradient needs
+                return a * a + a
+
+            rec = {"layerkit+tape": lk_taped, "layerkit+tape (no reset)": lk_steady}
             if torch is not None:
                 xg = torch.from_numpy(xn.copy()).requires_grad_(True)
                 rec["torch+requires_grad"] = lambda a=xg: a * a + a
@@ -63,8 +67,62 @@ def per_op_overhead() -> None:
             # Two ops per call: report per op.
             rows.append([str(shape), name, us(v / 2), f"{v / base:.2f}x"])
     print("\n## Per-op overhead, y = x*x + x (us per op; ratio to NumPy)")
-    print("targets: layerkit <= 3x NumPy on (4,); layerkit+tape <= torch+requires_grad")
+    print("targets: layerkit <= 3x NumPy on (4,); layerkit+tape <= torch+requires_grad on "
+          "(4,), <= 1.2x on (256, 256)")
     print(table(rows, ["shape", "impl", "us/op", "vs numpy"]))
+
+
+# The loop of issue 15: run in a fresh interpreter so that its peak RSS is its own.
+_TAPE_LOOP = """
+import sys, time
+import numpy as np
+
+
+def hwm():  # peak RSS of this process image in MB (ru_maxrss would include the parent's)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+
+
+n = int(sys.argv[2])
+xn = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+if sys.argv[1] == "torch":
+    import torch
+    torch.set_num_threads(1)
+    x = torch.from_numpy(xn).requires_grad_(True)
+    base = hwm()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        y = x * x + x
+    g = torch.autograd.grad(y.sum(), x)[0].numpy()
+else:
+    import layerkit as lk
+    x = lk.constant(xn)
+    base = hwm()
+    t0 = time.perf_counter()
+    with lk.GradientTape() as tape:
+        tape.watch(x)
+        for _ in range(n):
+            y = x * x + x
+    g = tape.gradient(y, x).numpy()
+dt = time.perf_counter() - t0
+assert np.allclose(g, 2 * xn + 1, atol=1e-5)
+print(dt, hwm(), hwm() - base)
+"""
+
+
+def tape_memory() -> None:
+    n = 1000 if QUICK else 10000
+    rows = []
+    for impl in ("layerkit", "torch") if torch is not None else ("layerkit",):
+        out = subprocess.run([sys.executable, "-c", _TAPE_LOOP, impl, str(n)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        dt, peak, grown = map(float, out[-3:])
+        rows.append([impl, f"{dt:.2f}", f"{dt / (2 * n) * 1e6:.1f}", f"{peak:.0f}",
+                     f"{grown:.0f}"])
+    print(f"\n## Tape memory: {n} x (y = x*x + x) on a watched (256, 256) float32, then "
+          f"the gradient (fresh process each)")
+    print("target: layerkit peak RSS <= 300 MB")
+    print(table(rows, ["impl", "s", "us/op", "peak RSS MB", "peak - RSS after imports MB"]))
 
 
 def tape_gradient() -> None:
@@ -162,5 +220,6 @@ if __name__ == "__main__":
     tv = "not installed" if torch is None else torch.__version__
     print(f"numpy {np.__version__}, torch {tv}")
     per_op_overhead()
+    tape_memory()
     tape_gradient()
     large_elementwise()

@@ -48,7 +48,7 @@ __all__ = ["defop"]
 
 
 def defop(name: str, forward: Callable, gradient: Callable | None = None, *,
-          num_outputs: int = 1) -> Callable:
+          num_outputs: int = 1, reads: tuple | None = None) -> Callable:
     """Define an op from a NumPy ``forward`` and a ``gradient`` in layerkit ops.
 
     Args:
@@ -62,6 +62,11 @@ def defop(name: str, forward: Callable, gradient: Callable | None = None, *,
             (``lk.multiply``, operators, ...) so that higher-order gradients work.
             Omit it for an op that is not differentiable (it then records nothing).
         num_outputs: how many arrays ``forward`` returns (1: a single array).
+        reads: what ``gradient`` reads besides shapes and dtypes: a tuple of input
+            positions and/or ``"out"`` (the output(s)); ``()`` for none. Tapes then
+            keep only those values of recorded calls once nothing else refers to them
+            (the others become NaN-filled stand-ins, so a wrong declaration shows as
+            NaN gradients). None (the default) keeps everything.
 
     Returns:
         ``op(*inputs, **attrs)``: inputs are Tensors, arrays, scalars or nested lists;
@@ -72,6 +77,7 @@ def defop(name: str, forward: Callable, gradient: Callable | None = None, *,
     Raises:
         TypeError: ``forward``/``gradient`` is not callable, or (when the op is
             differentiated) ``gradient`` returns the wrong number of gradients.
+        ValueError: a ``reads`` entry is neither an input position nor ``"out"``.
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"defop: name must be a non-empty string, received {name!r}")
@@ -92,7 +98,8 @@ def defop(name: str, forward: Callable, gradient: Callable | None = None, *,
                             f"received {got}")
         return tuple(gi if n else None for gi, n in zip(grads, needs))
 
-    record = Op(name, forward, None if gradient is None else vjp, num_outputs=num_outputs)
+    record = Op(name, forward, None if gradient is None else vjp, num_outputs=num_outputs,
+                reads=reads)
 
     def op(*inputs, **attrs):
         return apply(record, *inputs, **attrs)

@@ -7,6 +7,13 @@ ops (so gradients are themselves differentiable), and for elementwise ops a nume
 ``vjp(g, inputs, output, needs, **attrs)`` receives the upstream gradient ``g`` (a tuple
 for multi-output ops), the input Tensors, the forward output(s) and a tuple of bools
 saying which inputs need a gradient; it returns one gradient (or None) per input.
+
+``reads`` declares which of those values the vjp reads: a tuple of input positions
+and/or ``"out"`` (``()``: only shapes and dtypes, as ``add``). Tapes keep just those
+alive once nothing else refers to a recorded tensor (``GradientTape`` swaps the others
+for NaN-filled stand-ins of the same shape and dtype, so a wrong declaration shows as
+NaN gradients, and tests/autodiff/test_tape_reads.py checks every declaration). The
+default ``None`` means "everything", always correct (user ops from ``extend.defop``).
 """
 from __future__ import annotations
 
@@ -27,12 +34,12 @@ class Op:
     """One primitive: forward on arrays, vjp in lk ops, optional numexpr template."""
 
     __slots__ = ("name", "forward", "vjp", "expr", "num_outputs", "stateful", "updates",
-                 "absorbs")
+                 "absorbs", "reads")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None,
                  expr: str | None = None, num_outputs: int = 1,
                  stateful: bool = False, updates: Callable | None = None,
-                 absorbs: tuple = ()) -> None:
+                 absorbs: tuple = (), reads: tuple | None = None) -> None:
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -50,6 +57,24 @@ class Op:
         # graph may apply ``m`` to this op's (smaller) last input instead of its output
         # (``passes.sink_masks``; e.g. a ReLU mask moved through a max-pool gradient).
         self.absorbs = absorbs
+        # What ``vjp`` reads besides shapes and dtypes: input positions (``slice(k,
+        # None)``: every input from position k on) and/or "out"; None (the default) is
+        # everything (see the module docstring).
+        if reads is not None:
+            reads = tuple(reads)
+            for r in reads:
+                if not (r == "out" or (type(r) is int and r >= 0) or (
+                        type(r) is slice and type(r.start) is int and r.stop is None)):
+                    raise ValueError(f"Op {name!r}: reads entries are input positions "
+                                     f"(ints >= 0, slice(k, None)) or 'out', received {r!r}")
+        self.reads = reads
+
+    def reads_input(self, j: int) -> bool:
+        """Whether ``vjp`` reads the value of input ``j`` (see ``reads``)."""
+        reads = self.reads
+        if reads is None or j in reads:
+            return True
+        return any(type(r) is slice and j >= r.start for r in reads)
 
     def __repr__(self) -> str:
         return f"<Op {self.name}>"

@@ -58,7 +58,7 @@ _axis = axis_arg  # one axis in [-(ndim+extra), ndim+extra), non-negative; ints 
 
 # ---- reshape family -----------------------------------------------------------------
 _RESHAPE = Op("reshape", lambda x, shape: np.reshape(x, shape),
-              lambda g, ins, y, needs, shape: (reshape(g, ins[0].shape),))
+              lambda g, ins, y, needs, shape: (reshape(g, ins[0].shape),), reads=())
 
 
 def _reshape_error(xshape: tuple, shape: tuple) -> InvalidArgumentError:
@@ -140,7 +140,7 @@ def _broadcast_to_fwd(x, shape):
     return np.broadcast_to(x, shape)
 
 
-_BROADCAST_TO = Op("broadcast_to", _broadcast_to_fwd, _broadcast_to_vjp)
+_BROADCAST_TO = Op("broadcast_to", _broadcast_to_fwd, _broadcast_to_vjp, reads=())
 
 
 @export("lk")
@@ -164,7 +164,7 @@ def _transpose_vjp(g, ins, y, needs, perm):
     return (transpose(g, tuple(np.argsort(perm).tolist())),)
 
 
-_TRANSPOSE = Op("transpose", lambda x, perm: np.transpose(x, perm), _transpose_vjp)
+_TRANSPOSE = Op("transpose", lambda x, perm: np.transpose(x, perm), _transpose_vjp, reads=())
 
 
 @export("lk")
@@ -196,7 +196,7 @@ def _concat_vjp(g, ins, y, needs, axis):
     return tuple(p if n else None for p, n in zip(parts, needs))
 
 
-_CONCAT = Op("concat", lambda *xs, axis: np.concatenate(xs, axis=axis), _concat_vjp)
+_CONCAT = Op("concat", lambda *xs, axis: np.concatenate(xs, axis=axis), _concat_vjp, reads=())
 
 
 def _values_list(values, op: str) -> list:
@@ -233,7 +233,7 @@ def _stack_vjp(g, ins, y, needs, axis):
     return tuple(p if n else None for p, n in zip(parts, needs))
 
 
-_STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp)
+_STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp, reads=())
 
 
 @export("lk")
@@ -260,7 +260,7 @@ def _unstack_vjp(g, ins, y, needs, axis):
     return (stack(list(gs), axis=axis),)
 
 
-_UNSTACK = Op("unstack", _unstack_fwd, _unstack_vjp, num_outputs=-1)
+_UNSTACK = Op("unstack", _unstack_fwd, _unstack_vjp, num_outputs=-1, reads=())
 
 
 @export("lk")
@@ -291,7 +291,7 @@ def _split_vjp(g, ins, y, needs, sizes, axis):
     return (concat(list(gs), axis),)
 
 
-_SPLIT = Op("split", _split_fwd, _split_vjp, num_outputs=-1)
+_SPLIT = Op("split", _split_fwd, _split_vjp, num_outputs=-1, reads=())
 
 
 @export("lk")
@@ -357,7 +357,7 @@ def _tile_vjp(g, ins, y, needs, multiples):
     return (_reduce.reduce_sum(reshape(g, inter), axis=tuple(range(0, 2 * len(shape), 2))),)
 
 
-_TILE = Op("tile", lambda x, multiples: np.tile(x, multiples), _tile_vjp)
+_TILE = Op("tile", lambda x, multiples: np.tile(x, multiples), _tile_vjp, reads=())
 
 
 @export("lk")
@@ -410,10 +410,10 @@ def _pad_grad_fwd(g, paddings, mode, shape):
     return out
 
 
-_PAD = Op("pad", _pad_fwd, _pad_vjp)
+_PAD = Op("pad", _pad_fwd, _pad_vjp, reads=())
 _PAD_GRAD = Op("pad_grad", _pad_grad_fwd,
                lambda g, ins, y, needs, paddings, mode, shape:
-               (apply(_PAD, g, paddings=paddings, mode=mode, constant_values=0),))
+               (apply(_PAD, g, paddings=paddings, mode=mode, constant_values=0),), reads=())
 
 
 @export("lk")
@@ -514,8 +514,8 @@ def _index_pair(name: str, key_fn):
     def adj_vjp(g, ins, y, needs, shape, **attrs):
         return (apply(fwd_op, g, *ins[1:], **attrs),) + (None,) * (len(ins) - 1)
 
-    fwd_op = Op(name, fwd, fwd_vjp)
-    adj_op = Op(name + "_grad", adj, adj_vjp)
+    fwd_op = Op(name, fwd, fwd_vjp, reads=(_builtin_slice(1, None),))
+    adj_op = Op(name + "_grad", adj, adj_vjp, reads=(_builtin_slice(1, None),))
     return fwd_op, adj_op
 
 
@@ -667,8 +667,10 @@ def _getitem_grad_vjp(g, ins, y, needs, key, shape):
     return (apply(_GETITEM, g, *ins[1:], key=key),) + (None,) * (len(ins) - 1)
 
 
-_GETITEM = Op("getitem", lambda x, *arrays, key: x[_key_of(key, arrays)], _getitem_vjp)
-_GETITEM_GRAD = Op("getitem_grad", _getitem_grad_fwd, _getitem_grad_vjp)
+_GETITEM = Op("getitem", lambda x, *arrays, key: x[_key_of(key, arrays)], _getitem_vjp,
+              reads=(_builtin_slice(1, None),))
+_GETITEM_GRAD = Op("getitem_grad", _getitem_grad_fwd, _getitem_grad_vjp,
+                   reads=(_builtin_slice(1, None),))
 
 
 def _index_value(v):

@@ -101,9 +101,9 @@ def _conv_family(name: str, conv_fwd, bpi_fwd, bpf_fwd) -> tuple[Op, Op, Op]:
         gg = apply(conv, x, h, **geo) if needs[1] else None
         return gx, gg
 
-    conv = Op(name, conv_fwd, conv_vjp)
-    bpi = Op(f"{name}_backprop_input", bpi_fwd, bpi_vjp)
-    bpf = Op(f"{name}_backprop_filter", bpf_fwd, bpf_vjp)
+    conv = Op(name, conv_fwd, conv_vjp, reads=(0, 1))
+    bpi = Op(f"{name}_backprop_input", bpi_fwd, bpi_vjp, reads=(0, 1))
+    bpf = Op(f"{name}_backprop_filter", bpf_fwd, bpf_vjp, reads=(0, 1))
     return conv, bpi, bpf
 
 
@@ -139,7 +139,7 @@ def _bias_grad_fwd(g):
 # a record so the traced path gets column_sums' GEMV too (reduce_sum over the
 # (N, OH, OW) axes took 0.97 ms vs 0.34 at 64x28x28x32). Linear: its rule broadcasts back.
 _BIAS_GRAD = Op("bias_add_grad", _bias_grad_fwd,
-                lambda h, ins, out, needs: (_array.broadcast_to(h, ins[0].shape),))
+                lambda h, ins, out, needs: (_array.broadcast_to(h, ins[0].shape),), reads=())
 
 
 def _fused_conv_fwd(x, w, *bias, strides, pads, dilations, activation):
@@ -192,7 +192,8 @@ def _fused_conv_vjp(gs, ins, outs, needs, strides, pads, dilations, activation):
     return gx, gw, gb
 
 
-_FUSED_CONV = Op("fused_conv2d", _fused_conv_fwd, _fused_conv_vjp, num_outputs=2)
+_FUSED_CONV = Op("fused_conv2d", _fused_conv_fwd, _fused_conv_vjp, num_outputs=2,
+                 reads=(0, 1, "out"))
 
 
 def _has_ones_column(cols, filter_shape) -> bool:
@@ -220,7 +221,8 @@ def _bpf_cols_vjp(h, ins, dw, needs, filter_shape, strides, pads, dilations):
 # conv2d_backprop_filter(x, g) computed as one GEMM from fused_conv2d's patch output
 # ``cols`` (which must be the im2col of ``x`` with the same geometry): the traced
 # (recording) path of fused_conv2d's vjp uses it instead of a second im2col of x.
-_CONV_BPF_COLS = Op("conv2d_backprop_filter_from_patches", _bpf_cols_fwd, _bpf_cols_vjp)
+_CONV_BPF_COLS = Op("conv2d_backprop_filter_from_patches", _bpf_cols_fwd, _bpf_cols_vjp,
+                    reads=(0, 2))
 
 
 def _bpf_bias_cols_fwd(x, cols, g, filter_shape, strides, pads, dilations):
@@ -249,7 +251,7 @@ def _bpf_bias_cols_vjp(hs, ins, outs, needs, filter_shape, strides, pads, dilati
 # patches' ones column (fused_conv2d with a bias) makes the bias gradient the GEMM's
 # last row, which saves bias_add_grad's own pass over g (0.3 ms at 64x28x28x32).
 _CONV_BPF_BIAS_COLS = Op("conv2d_backprop_filter_and_bias_from_patches", _bpf_bias_cols_fwd,
-                         _bpf_bias_cols_vjp, num_outputs=2)
+                         _bpf_bias_cols_vjp, num_outputs=2, reads=(0, 2))
 
 
 # =====================================================================================
@@ -302,11 +304,12 @@ def _max_gg_vjp(u, ins, out, needs, ksize, strides, pads):
     return None, None, gh
 
 
-_MAX = Op("max_pool2d", _max_fwd, _max_vjp)
+_MAX = Op("max_pool2d", _max_fwd, _max_vjp, reads=(0, "out"))
 # It sends g[w] only where y == p[w], and there y > 0 is p[w] > 0: the ReLU mask of its
 # result can be applied to g instead (passes.sink_masks).
-_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp, absorbs=(_nn._RELU_GRAD,))
-_MAX_GG = Op("max_pool2d_grad_grad", _max_gg_fwd, _max_gg_vjp)
+_MAX_GRAD = Op("max_pool2d_grad", _max_grad_fwd, _max_grad_vjp, absorbs=(_nn._RELU_GRAD,),
+               reads=(0, 1))
+_MAX_GG = Op("max_pool2d_grad_grad", _max_gg_fwd, _max_gg_vjp, reads=(0, 1))
 
 
 def _avg_fwd(x, ksize, strides, pads):
@@ -326,8 +329,8 @@ def _avg_grad_vjp(h, ins, dx, needs, input_shape, ksize, strides, pads):
     return (apply(_AVG, h, ksize=ksize, strides=strides, pads=pads),)
 
 
-_AVG = Op("avg_pool2d", _avg_fwd, _avg_vjp)
-_AVG_GRAD = Op("avg_pool2d_grad", _avg_grad_fwd, _avg_grad_vjp)
+_AVG = Op("avg_pool2d", _avg_fwd, _avg_vjp, reads=())
+_AVG_GRAD = Op("avg_pool2d_grad", _avg_grad_fwd, _avg_grad_vjp, reads=())
 
 
 # =====================================================================================

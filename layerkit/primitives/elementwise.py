@@ -60,18 +60,23 @@ def _unbroadcasting(rule):
     return vjp
 
 
-def binary(name: str, forward, rule, expr: str | None = None) -> Op:
+def binary(name: str, forward, rule, expr: str | None = None,
+           reads: tuple | None = None) -> Op:
     """Record constructor for broadcasting binary (or ternary) ops.
 
     ``rule`` may return gradients of the broadcast shape; they are summed back to each
     input's shape here, in one place. ``rule=None`` makes the op non-differentiable.
+    ``reads``: what ``rule`` reads (see ``Op``).
     """
-    return Op(name, forward, None if rule is None else _unbroadcasting(rule), expr)
+    return Op(name, forward, None if rule is None else _unbroadcasting(rule), expr,
+              reads=reads)
 
 
-def unary(name: str, forward, rule, expr: str | None = None) -> Op:
-    """Record constructor for unary elementwise ops (``rule=None``: not differentiable)."""
-    return Op(name, forward, rule, expr)
+def unary(name: str, forward, rule, expr: str | None = None,
+          reads: tuple | None = None) -> Op:
+    """Record constructor for unary elementwise ops (``rule=None``: not differentiable;
+    ``reads``: what ``rule`` reads, see ``Op``)."""
+    return Op(name, forward, rule, expr, reads=reads)
 
 
 def _broadcast_error(op: Op, args: tuple) -> None:
@@ -395,14 +400,14 @@ def _mod_rule(g, ins, y, needs):
             negative(multiply(g, floordiv(ins[0], ins[1]))) if needs[1] else None)
 
 
-_ADD = binary("add", np.add, lambda g, ins, y, needs: (g, g), "({0} + {1})")
+_ADD = binary("add", np.add, lambda g, ins, y, needs: (g, g), "({0} + {1})", reads=())
 _SUB = binary("subtract", np.subtract, lambda g, ins, y, needs: (g, negative(g)),
-              "({0} - {1})")
-_MUL = binary("multiply", np.multiply, _mul_rule, "({0} * {1})")
-_DIV = binary("divide", np.true_divide, _div_rule, "({0} / {1})")
-_FLOORDIV = binary("floordiv", np.floor_divide, _zeros_rule, "({0} // {1})")
-_MOD = binary("mod", np.mod, _mod_rule, "({0} % {1})")
-_NEG = unary("negative", np.negative, lambda g, ins, y, needs: (negative(g),), "(-{0})")
+              "({0} - {1})", reads=())
+_MUL = binary("multiply", np.multiply, _mul_rule, "({0} * {1})", reads=(0, 1))
+_DIV = binary("divide", np.true_divide, _div_rule, "({0} / {1})", reads=(1, "out"))
+_FLOORDIV = binary("floordiv", np.floor_divide, _zeros_rule, "({0} // {1})", reads=())
+_MOD = binary("mod", np.mod, _mod_rule, "({0} % {1})", reads=(0, 1))
+_NEG = unary("negative", np.negative, lambda g, ins, y, needs: (negative(g),), "(-{0})", reads=())
 
 
 @export("lk", "math")
@@ -481,16 +486,17 @@ def _rsqrt_forward(x):
     return 1 / np.sqrt(x)
 
 
-_POW = binary("pow", np.power, _pow_rule, "({0} ** {1})")
+_POW = binary("pow", np.power, _pow_rule, "({0} ** {1})", reads=(0, 1, "out"))
 _SQUARE = unary("square", np.square,
-                lambda g, ins, y, needs: (multiply(g, multiply(2, ins[0])),), "({0} * {0})")
+                lambda g, ins, y, needs: (multiply(g, multiply(2, ins[0])),), "({0} * {0})",
+                reads=(0,))
 # d sqrt(x) = 1 / (2 sqrt(x)): reuse the answer; at x == 0 this is inf, as in TF.
 _SQRT = unary("sqrt", np.sqrt, lambda g, ins, y, needs: (divide(g, multiply(2, y)),),
-              "sqrt({0})")
+              "sqrt({0})", reads=("out",))
 # rsqrt is a record (not 1/sqrt) to save a pass and a node: d x^-1/2 = -y^3 / 2.
 _RSQRT = unary("rsqrt", _rsqrt_forward,
                lambda g, ins, y, needs: (multiply(g, multiply(-0.5, multiply(y, square(y)))),),
-               "(1 / sqrt({0}))")
+               "(1 / sqrt({0}))", reads=("out",))
 
 
 @export("lk", "math")
@@ -537,12 +543,12 @@ def rsqrt(x) -> Tensor:
 
 # ---- exponentials and logarithms ---------------------------------------------------
 # Rules reuse the forward answer ``y`` where it is cheaper (exp, expm1).
-_EXP = unary("exp", np.exp, lambda g, ins, y, needs: (multiply(g, y),), "exp({0})")
+_EXP = unary("exp", np.exp, lambda g, ins, y, needs: (multiply(g, y),), "exp({0})", reads=("out",))
 _EXPM1 = unary("expm1", np.expm1, lambda g, ins, y, needs: (multiply(g, add(y, 1)),),
-               "expm1({0})")
-_LOG = unary("log", np.log, lambda g, ins, y, needs: (divide(g, ins[0]),), "log({0})")
+               "expm1({0})", reads=("out",))
+_LOG = unary("log", np.log, lambda g, ins, y, needs: (divide(g, ins[0]),), "log({0})", reads=(0,))
 _LOG1P = unary("log1p", np.log1p, lambda g, ins, y, needs: (divide(g, add(ins[0], 1)),),
-               "log1p({0})")
+               "log1p({0})", reads=(0,))
 
 
 @export("lk", "math")
@@ -608,11 +614,12 @@ def _sigmoid_tails(x):
     return np.where(x < 0, e * r, r)
 
 
-_SIN = unary("sin", np.sin, lambda g, ins, y, needs: (multiply(g, cos(ins[0])),), "sin({0})")
+_SIN = unary("sin", np.sin, lambda g, ins, y, needs: (multiply(g, cos(ins[0])),), "sin({0})",
+             reads=(0,))
 _COS = unary("cos", np.cos, lambda g, ins, y, needs: (negative(multiply(g, sin(ins[0]))),),
-             "cos({0})")
+             "cos({0})", reads=(0,))
 _TAN = unary("tan", np.tan, lambda g, ins, y, needs: (multiply(g, add(1, square(y))),),
-             "tan({0})")
+             "tan({0})", reads=("out",))
 def _times_g(t: np.ndarray, g):
     # ``t * g`` written into the temporary ``t`` when ``g`` has its shape (the usual case).
     if type(g) is np.ndarray and g.shape == t.shape:
@@ -666,9 +673,9 @@ _SIGMOID_GRAD = Op("sigmoid_grad", _sigmoid_grad_fwd,
                        if needs[0] else None,
                        apply(_SIGMOID_GRAD, ins[0], up) if needs[1] else None),
                    "({1} * {0} * (1 - {0}))")
-_TANH = unary("tanh", np.tanh, _act_grad_rule(_TANH_GRAD), "tanh({0})")
+_TANH = unary("tanh", np.tanh, _act_grad_rule(_TANH_GRAD), "tanh({0})", reads=("out",))
 _SIGMOID = unary("sigmoid", _sigmoid_forward, _act_grad_rule(_SIGMOID_GRAD),
-                 "(1 / (1 + exp(-{0})))")
+                 "(1 / (1 + exp(-{0})))", reads=("out",))
 
 
 @export("lk", "math")
@@ -875,7 +882,8 @@ def _erf_forward(x):
 
 _ERF = unary("erf", _erf_forward,
              lambda g, ins, y, needs: (
-                 multiply(g, multiply(_TWO_OVER_SQRT_PI, exp(negative(square(ins[0]))))),))
+                 multiply(g, multiply(_TWO_OVER_SQRT_PI, exp(negative(square(ins[0]))))),),
+             reads=(0,))
 
 
 @export("lk", "math")
@@ -892,12 +900,12 @@ def erf(x) -> Tensor:
 
 # ---- sign and rounding -------------------------------------------------------------
 _ABS = unary("abs", np.abs, lambda g, ins, y, needs: (multiply(g, sign(ins[0])),),
-             "abs({0})")
+             "abs({0})", reads=(0,))
 _SIGN = unary("sign", np.sign, _zeros_rule,
-              "where({0} > 0, ones_like({0}), where({0} < 0, -ones_like({0}), {0} * 0))")
-_FLOOR = unary("floor", np.floor, _zeros_rule, "floor({0})")
-_CEIL = unary("ceil", np.ceil, _zeros_rule, "ceil({0})")
-_ROUND = unary("round", np.round, _zeros_rule)
+              "where({0} > 0, ones_like({0}), where({0} < 0, -ones_like({0}), {0} * 0))", reads=())
+_FLOOR = unary("floor", np.floor, _zeros_rule, "floor({0})", reads=())
+_CEIL = unary("ceil", np.ceil, _zeros_rule, "ceil({0})", reads=())
+_ROUND = unary("round", np.round, _zeros_rule, reads=())
 
 
 @export("lk", "math")
@@ -971,12 +979,13 @@ def _where_rule(g, ins, y, needs):
 
 # NaN-propagating select forms, like np.maximum/np.minimum (x + y is nan if either is).
 _MAXIMUM = binary("maximum", np.maximum, _max_rule,
-                  "where({0} >= {1}, {0}, where({1} > {0}, {1}, {0} + {1}))")
+                  "where({0} >= {1}, {0}, where({1} > {0}, {1}, {0} + {1}))", reads=(0, 1))
 _MINIMUM = binary("minimum", np.minimum, _min_rule,
-                  "where({0} <= {1}, {0}, where({1} < {0}, {1}, {0} + {1}))")
+                  "where({0} <= {1}, {0}, where({1} < {0}, {1}, {0} + {1}))", reads=(0, 1))
 _CLIP = binary("clip_by_value", _clip_forward, _clip_rule,
-               "where({1} > {2}, {2}, where({0} < {1}, {1}, where({0} > {2}, {2}, {0})))")
-_WHERE = binary("where", np.where, _where_rule, "where({0}, {1}, {2})")
+               "where({1} > {2}, {2}, where({0} < {1}, {1}, where({0} > {2}, {2}, {0})))",
+               reads=(0, 1, 2))
+_WHERE = binary("where", np.where, _where_rule, "where({0}, {1}, {2})", reads=(0,))
 
 
 @export("lk", "math")

@@ -132,8 +132,8 @@ def _resize_grad_vjp(h, ins, dx, needs, input_shape, method, antialias):
                   antialias=antialias),)
 
 
-_RESIZE = Op("resize", _resize_fwd, _resize_vjp)
-_RESIZE_GRAD = Op("resize_backprop", _resize_grad_fwd, _resize_grad_vjp)
+_RESIZE = Op("resize", _resize_fwd, _resize_vjp, reads=())
+_RESIZE_GRAD = Op("resize_backprop", _resize_grad_fwd, _resize_grad_vjp, reads=())
 
 
 def resize(images, size: Sequence[int], method: str = "bilinear",
@@ -259,8 +259,8 @@ def _affine_grad_vjp(h, ins, dx, needs, image_shape, interpolation, fill_mode):
     return gg, None
 
 
-_AFFINE = Op("affine_transform", _affine_fwd, _affine_vjp)
-_AFFINE_GRAD = Op("affine_transform_backprop", _affine_grad_fwd, _affine_grad_vjp)
+_AFFINE = Op("affine_transform", _affine_fwd, _affine_vjp, reads=(1,))
+_AFFINE_GRAD = Op("affine_transform_backprop", _affine_grad_fwd, _affine_grad_vjp, reads=(1,))
 
 
 def affine_transform(images, transforms, interpolation: str = "bilinear",

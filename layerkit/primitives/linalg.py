@@ -81,7 +81,7 @@ def _matmul_vjp(g, ins, y, needs, transpose_a, transpose_b):
     return ga, gb
 
 
-_MATMUL = Op("matmul", _matmul_fwd, _matmul_vjp)
+_MATMUL = Op("matmul", _matmul_fwd, _matmul_vjp, reads=(0, 1))
 
 
 def _matmul_error(a, b, transpose_a, transpose_b) -> InvalidArgumentError:
@@ -182,7 +182,7 @@ def _fused_matmul_vjp(g, ins, y, needs, activation):
     return gx, gw, (_reduce.reduce_sum(g, axis=0) if needs[2] else None)
 
 
-_FUSED_MATMUL = Op("fused_matmul", _fused_matmul_fwd, _fused_matmul_vjp)
+_FUSED_MATMUL = Op("fused_matmul", _fused_matmul_fwd, _fused_matmul_vjp, reads=(0, 1, "out"))
 
 
 def fused_matmul(x, w, bias=None, activation: str = "linear") -> Tensor:
@@ -237,7 +237,7 @@ def _maybe_transpose(t: Tensor, order: list) -> Tensor:
 
 
 _TENSORDOT = Op("tensordot", lambda a, b, axes_a, axes_b: np.tensordot(a, b, (axes_a, axes_b)),
-                _tensordot_vjp)
+                _tensordot_vjp, reads=(0, 1))
 
 
 def _norm_axes_list(axes, n: int, which: str) -> tuple:

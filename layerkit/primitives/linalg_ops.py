@@ -62,7 +62,7 @@ def _inv_vjp(g, ins, y, needs):
     return (_ew.negative(matmul(matmul(y, g, transpose_a=True), y, transpose_b=True)),)
 
 
-_INV = Op("inv", _linalg_error("inv", np.linalg.inv), _inv_vjp)
+_INV = Op("inv", _linalg_error("inv", np.linalg.inv), _inv_vjp, reads=("out",))
 
 
 @export("linalg", numpy=np.linalg.inv)
@@ -95,7 +95,7 @@ def _solve_vjp(g, ins, x, needs, adjoint):
     return ga, gb if needs[1] else None
 
 
-_SOLVE = Op("solve", _linalg_error("solve", _solve_fwd), _solve_vjp)
+_SOLVE = Op("solve", _linalg_error("solve", _solve_fwd), _solve_vjp, reads=(0, "out"))
 
 
 @export("linalg", numpy=np.linalg.solve)
@@ -123,7 +123,7 @@ def _det_vjp(g, ins, y, needs):
                  _mT(apply(_INV, a))),)
 
 
-_DET = Op("det", np.linalg.det, _det_vjp)
+_DET = Op("det", np.linalg.det, _det_vjp, reads=(0, "out"))
 
 
 @export("linalg", numpy=np.linalg.det)
@@ -137,7 +137,8 @@ def _slogdet_vjp(g, ins, y, needs):
     return (_mul(_array.expand_dims(_array.expand_dims(glog, -1), -1), _mT(apply(_INV, ins[0]))),)
 
 
-_SLOGDET = Op("slogdet", lambda a: tuple(np.linalg.slogdet(a)), _slogdet_vjp, num_outputs=2)
+_SLOGDET = Op("slogdet", lambda a: tuple(np.linalg.slogdet(a)), _slogdet_vjp, num_outputs=2,
+              reads=(0,))
 
 
 @export("linalg", numpy=np.linalg.slogdet)

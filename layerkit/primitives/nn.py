@@ -193,7 +193,7 @@ def _relu_grad_fwd(g, y):
 # its rule is itself for the upstream and nothing for y: exact at every order.
 _RELU_GRAD = Op("relu_grad", _relu_grad_fwd,
                 lambda h, ins, out, needs: (apply(_RELU_GRAD, h, ins[1]), None),
-                "where({1} > 0, {0}, 0)")
+                "where({1} > 0, {0}, 0)", reads=(1,))
 
 
 def relu_grad(g, y) -> Tensor:
@@ -202,7 +202,8 @@ def relu_grad(g, y) -> Tensor:
 
 
 _RELU = Op("relu", lambda x: np.maximum(x, 0),
-           lambda g, ins, y, needs: (apply(_RELU_GRAD, g, y),), "where({0} > 0, {0}, 0)")
+           lambda g, ins, y, needs: (apply(_RELU_GRAD, g, y),), "where({0} > 0, {0}, 0)",
+           reads=("out",))
 
 
 def relu(features) -> Tensor:
@@ -231,10 +232,10 @@ def _leaky_relu_grad_vjp(h, ins, out, needs):
 
 
 _LEAKY_RELU_GRAD = Op("leaky_relu_grad", _kact.leaky_relu_grad, _leaky_relu_grad_vjp,
-                      "where({1} > 0, {0}, {0} * {2})")
+                      "where({1} > 0, {0}, {0} * {2})", reads=(1, 2))
 _LEAKY_RELU = Op("leaky_relu", _kact.leaky_relu,
                  lambda g, ins, y, needs: (apply(_LEAKY_RELU_GRAD, g, ins[0], ins[1]), None),
-                 "where({0} > 0, {0}, {0} * {1})")
+                 "where({0} > 0, {0}, {0} * {1})", reads=(0, 1))
 
 
 def leaky_relu(features, alpha: float = 0.2) -> Tensor:
@@ -294,7 +295,7 @@ def _softplus_fwd(x):
 
 _SOFTPLUS = Op("softplus", _softplus_fwd,
                lambda g, ins, y, needs: (_ew.multiply(g, _ew.sigmoid(ins[0])),),
-               "where({0} > 0, {0} + log1p(exp(-{0})), log1p(exp({0})))")
+               "where({0} > 0, {0} + log1p(exp(-{0})), log1p(exp({0})))", reads=(0,))
 
 
 def softplus(features) -> Tensor:
@@ -471,10 +472,10 @@ def _gelu_grad_vjp(h, ins, dx, needs, approximate):
     return gx, None, gg
 
 
-_GELU_GRAD = Op("gelu_grad", _gelu_grad_fwd, _gelu_grad_vjp)
+_GELU_GRAD = Op("gelu_grad", _gelu_grad_fwd, _gelu_grad_vjp, reads=(0, 1, 2))
 _GELU = Op("gelu", _gelu_fwd,
            lambda g, ins, y, needs, approximate: (
-               apply(_GELU_GRAD, ins[0], y, g, approximate=approximate),))
+               apply(_GELU_GRAD, ins[0], y, g, approximate=approximate),), reads=(0, "out"))
 
 
 def _gelu_approximate(approximate) -> bool:
@@ -542,8 +543,8 @@ def _log_softmax_vjp(g, ins, y, needs, axis):
     return (_ew.subtract(g, _ew.multiply(_ew.exp(y), _reduce.reduce_sum(g, axis, keepdims=True))),)
 
 
-_SOFTMAX = Op("softmax", _softmax_fwd, _softmax_vjp)
-_LOG_SOFTMAX = Op("log_softmax", _log_softmax_fwd, _log_softmax_vjp)
+_SOFTMAX = Op("softmax", _softmax_fwd, _softmax_vjp, reads=("out",))
+_LOG_SOFTMAX = Op("log_softmax", _log_softmax_fwd, _log_softmax_vjp, reads=("out",))
 
 
 def softmax(logits, axis: int = -1) -> Tensor:
@@ -661,9 +662,10 @@ def _sparse_ce_grad_vjp(h, ins, out, needs):
 
 
 _SPARSE_CE_GRAD = Op("sparse_softmax_cross_entropy_grad", _sparse_ce_grad_fwd,
-                     _sparse_ce_grad_vjp)
+                     _sparse_ce_grad_vjp, reads=(0, 1, 2))
 _SPARSE_CE = Op("sparse_softmax_cross_entropy_with_logits", _sparse_ce_fwd,
-                lambda g, ins, y, needs: (None, apply(_SPARSE_CE_GRAD, ins[0], ins[1], g)))
+                lambda g, ins, y, needs: (None, apply(_SPARSE_CE_GRAD, ins[0], ins[1], g)),
+                reads=(0, 1))
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:

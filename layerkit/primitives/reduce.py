@@ -141,7 +141,7 @@ def _sum_vjp(g, ins, y, needs, axis, keepdims):
     return (apply(_array._BROADCAST_TO, _expand(g, x, axis, keepdims), shape=x.shape),)
 
 
-_SUM = Op("reduce_sum", _sum_fwd, _sum_vjp)
+_SUM = Op("reduce_sum", _sum_fwd, _sum_vjp, reads=())
 
 
 @export("lk", "math")
@@ -199,7 +199,7 @@ def _mean_vjp(g, ins, y, needs, axis, keepdims):
     return (apply(_array._BROADCAST_TO, _expand(g, x, axis, keepdims), shape=x.shape),)
 
 
-_MEAN = Op("reduce_mean", _mean_fwd, _mean_vjp)
+_MEAN = Op("reduce_mean", _mean_fwd, _mean_vjp, reads=())
 
 
 @export("lk", "math")
@@ -236,9 +236,9 @@ def _extremum_vjp(g, ins, y, needs, axis, keepdims):
 
 
 _MAX = Op("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
-          _extremum_vjp)
+          _extremum_vjp, reads=(0, "out"))
 _MIN = Op("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
-          _extremum_vjp)
+          _extremum_vjp, reads=(0, "out"))
 
 
 def _extremum(op: Op, x, axis, keepdims) -> Tensor:
@@ -289,7 +289,7 @@ def _prod_vjp(g, ins, y, needs, axis, keepdims):
     return (_ew.multiply(_expand(g, x, axis, keepdims), others),)
 
 
-_PROD = Op("reduce_prod", _prod_fwd, _prod_vjp)
+_PROD = Op("reduce_prod", _prod_fwd, _prod_vjp, reads=(0,))
 
 
 @export("lk", "math")
@@ -325,7 +325,7 @@ def _lse_vjp(g, ins, y, needs, axis, keepdims):
     return (_ew.multiply(_expand(g, x, axis, keepdims), soft),)
 
 
-_LSE = Op("reduce_logsumexp", _lse_fwd, _lse_vjp)
+_LSE = Op("reduce_logsumexp", _lse_fwd, _lse_vjp, reads=(0, "out"))
 
 
 @export("lk", "math")
@@ -458,7 +458,7 @@ def _cumsum_vjp(g, ins, y, needs, axis, exclusive, reverse):
 
 
 _CUMSUM = Op("cumsum", lambda x, axis, exclusive, reverse:
-             _scan(np.cumsum, 0, x, axis, exclusive, reverse), _cumsum_vjp)
+             _scan(np.cumsum, 0, x, axis, exclusive, reverse), _cumsum_vjp, reads=())
 
 
 def _cumprod_vjp(g, ins, y, needs, axis, exclusive, reverse):
@@ -468,7 +468,7 @@ def _cumprod_vjp(g, ins, y, needs, axis, exclusive, reverse):
 
 
 _CUMPROD = Op("cumprod", lambda x, axis, exclusive, reverse:
-              _scan(np.cumprod, 1, x, axis, exclusive, reverse), _cumprod_vjp)
+              _scan(np.cumprod, 1, x, axis, exclusive, reverse), _cumprod_vjp, reads=(0, "out"))
 
 
 def _single_axis(op: str, ndim: int, axis) -> int:

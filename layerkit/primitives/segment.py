@@ -95,8 +95,10 @@ def _highest(dt):
     return np.inf if dt.kind == "f" else np.iinfo(dt).max
 
 
-_SEG_MAX = Op("unsorted_segment_max", _extreme_fwd(np.maximum, _lowest), _extreme_vjp)
-_SEG_MIN = Op("unsorted_segment_min", _extreme_fwd(np.minimum, _highest), _extreme_vjp)
+_SEG_MAX = Op("unsorted_segment_max", _extreme_fwd(np.maximum, _lowest), _extreme_vjp,
+              reads=(0, 1, "out"))
+_SEG_MIN = Op("unsorted_segment_min", _extreme_fwd(np.minimum, _highest), _extreme_vjp,
+              reads=(0, 1, "out"))
 
 
 def _prod_fwd(x, ids, n):
@@ -121,7 +123,7 @@ def _prod_vjp(g, ins, y, needs, n):
     return (_ew.multiply(partial, _array.gather(g, ids)), None)
 
 
-_SEG_PROD = Op("unsorted_segment_prod", _prod_fwd, _prod_vjp)
+_SEG_PROD = Op("unsorted_segment_prod", _prod_fwd, _prod_vjp, reads=(0, 1, "out"))
 
 
 # ---- public functions --------------------------------------------------------------

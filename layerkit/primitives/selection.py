@@ -54,7 +54,7 @@ def rank(input, name: str | None = None) -> Tensor:
     return wrap(np.array(convert_to_tensor(input).ndim, np.int32))
 
 
-_IDENTITY = Op("identity", lambda x: x, lambda g, ins, y, needs: (g,), "{0}")
+_IDENTITY = Op("identity", lambda x: x, lambda g, ins, y, needs: (g,), "{0}", reads=())
 
 
 @export("lk")
@@ -136,7 +136,7 @@ def _update_vjp(g, ins, y, needs, ):
             _array.gather_nd(g, idx) if needs[2] else None)
 
 
-_SCATTER_UPDATE = Op("tensor_scatter_nd_update", _update_fwd, _update_vjp)
+_SCATTER_UPDATE = Op("tensor_scatter_nd_update", _update_fwd, _update_vjp, reads=(1,))
 
 
 @export("lk")
@@ -160,7 +160,7 @@ def _roll_vjp(g, ins, y, needs, shift, axis):
     return (apply(_ROLL, g, shift=tuple(-s for s in shift), axis=axis),)
 
 
-_ROLL = Op("roll", lambda x, shift, axis: np.roll(x, shift, axis), _roll_vjp)
+_ROLL = Op("roll", lambda x, shift, axis: np.roll(x, shift, axis), _roll_vjp, reads=())
 
 
 @export("lk")
