@@ -45,6 +45,7 @@ from layerkit.autodiff.tape import UnconnectedGradients  # noqa: E402
 from layerkit.config import device  # noqa: E402
 from layerkit.module import Module  # noqa: E402
 from layerkit.control_flow import TensorArray, case, cond, switch_case, while_loop  # noqa: E402
+from layerkit import autograph  # noqa: E402
 
 from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402
 

@@ -5,16 +5,16 @@ Eagerly they are Python control flow: only the chosen branch runs, a loop runs u
 predicate is false, and a tape records the ops that ran, so gradients flow through them
 (to any order). Inside ``lk.function``:
 
-* a predicate or branch index that is a Python value (or a tensor computed from
-  constants) picks the branch at trace time, as Python would;
-* a *traced* predicate or index runs every branch and selects the results with
-  ``lk.where`` (differentiable). Branches must then return the same structure with
-  broadcast-compatible shapes, and side effects of every branch (``assign``, prints)
-  happen on each call: keep such branches pure, or decide the branch outside;
-* ``while_loop`` needs a predicate whose value is known while tracing (a Python bound, a
-  loop counter that starts from a constant); a predicate on traced data raises the
-  tracer's clear error naming the line. TensorFlow's AutoGraph rewrite of Python
-  ``while`` statements is not done.
+* a predicate, branch index or loop predicate that is a Python value (or a tensor
+  computed from constants) is decided at trace time, as Python would (a loop unrolls);
+* ``cond`` and ``while_loop`` with a *traced* predicate become graph nodes holding
+  sub-graphs (``layerkit.autodiff.function.subgraph``): ``cond`` runs only the branch
+  the predicate picks on each call, ``while_loop`` runs as many iterations as each
+  call's data asks for (a loop whose predicate becomes traced after some unrolled
+  iterations continues as a graph loop). Both are differentiable. Branch results and
+  loop variables must keep their dtype and shape;
+* ``case`` and ``switch_case`` with a traced predicate or index run every branch and
+  select the results with ``lk.where`` (keep such branches pure).
 """
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ from collections.abc import Callable
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit.autodiff.function.subgraph import current_line
 from layerkit.autodiff.function.trace import TracingError
+from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.keras_ops.core import _select, _traced_bool
 
 __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]
@@ -55,7 +57,36 @@ def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None
     known, p = _traced_bool(pred)
     if known:
         return true_fn() if p else false_fn()
-    return _select(p, true_fn(), false_fn())
+    return _graph_cond(p, true_fn, false_fn, current_line())
+
+
+def _graph_cond(p, true_fn: Callable, false_fn: Callable, where: str):
+    """``cond`` on a traced predicate: one graph node running the taken branch."""
+    from layerkit.autodiff.function.subgraph import graph_cond
+
+    box: dict = {}
+
+    def branch(key: str, fn: Callable):
+        def run():
+            box[key] = fn()
+            return _tensors(box[key])
+        return run
+
+    outs = graph_cond(p, branch("t", true_fn), branch("f", false_fn), where=where)
+    return _pack(box["t"], outs)
+
+
+def _tensors(structure) -> list:
+    """The leaves of a branch's (or loop's) result that become graph values."""
+    import layerkit as lk
+
+    return [x if isinstance(x, Tensor) else lk.convert_to_tensor(x)
+            for x in flatten(structure) if x is not None]
+
+
+def _pack(structure, outs: list):
+    it = iter(outs)
+    return pack_like(structure, [None if x is None else next(it) for x in flatten(structure)])
 
 
 def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False,
@@ -185,10 +216,18 @@ def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
     """
     packed = isinstance(loop_vars, (tuple, list))
     vars_ = list(loop_vars) if packed else loop_vars
-    limit = None if maximum_iterations is None else int(maximum_iterations)
+    limit = maximum_iterations
+    if limit is not None and not _is_traced(limit):
+        limit = int(limit)
     n = 0
-    while limit is None or n < limit:
-        if not bool(cond(*vars_) if packed else cond(vars_)):
+    while not isinstance(limit, int) or n < limit:
+        known, p = (False, None) if limit is not None and not isinstance(limit, int) \
+            else _traced_bool(cond(*vars_) if packed else cond(vars_))
+        if not known:
+            # The predicate depends on traced data: the rest of the loop is a graph loop.
+            vars_ = _graph_while(cond, body, vars_, packed, limit, n, current_line())
+            break
+        if not p:
             break
         new = body(*vars_) if packed else body(vars_)
         if packed:
@@ -201,6 +240,56 @@ def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
     if packed:
         return type(loop_vars)(vars_) if isinstance(loop_vars, tuple) else vars_
     return vars_
+
+
+def _is_traced(x) -> bool:
+    from layerkit.autodiff.function.trace import TracedTensor
+
+    return isinstance(x, TracedTensor)
+
+
+def _graph_while(cond: Callable, body: Callable, vars_, packed: bool, limit, done: int,
+                 where: str):
+    """The rest of a ``while_loop`` as one graph node (see the module docstring)."""
+    import layerkit as lk
+    from layerkit.autodiff.function.subgraph import graph_while
+
+    structure = vars_
+    flat = _tensors(structure)
+    counted = limit is not None
+    if counted:
+        flat = [lk.constant(0, "int32")] + flat
+        remaining = lk.cast(lk.convert_to_tensor(limit), "int32") - done
+
+    def unpack(xs):
+        v = _pack(structure, list(xs[1:] if counted else xs))
+        return v
+
+    def c(*xs):
+        v = unpack(xs)
+        pred = cond(*v) if packed else cond(v)
+        pred = lk.convert_to_tensor(pred)
+        if pred.dtype != np.bool_:
+            pred = lk.cast(pred, "bool")
+        if counted:
+            pred = lk.logical_and(xs[0] < remaining, pred)
+        return pred
+
+    def b(*xs):
+        v = unpack(xs)
+        new = body(*v) if packed else body(v)
+        if packed:
+            new = list(new) if isinstance(new, (tuple, list)) else [new]
+            if len(new) != len(v):
+                raise ValueError(f"lk.while_loop: body returned {len(new)} loop variables, "
+                                 f"expected {len(v)}{where}")
+        out = _tensors(new)
+        return ([xs[0] + 1] if counted else []) + out
+
+    names = (["iteration counter"] if counted else []) + [
+        f"loop variable {k}" for k in range(len(flat) - counted)]
+    outs = graph_while(c, b, flat, names=names, where=where)
+    return _pack(structure, outs[1:] if counted else outs)
 
 
 class TensorArray:

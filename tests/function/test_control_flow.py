@@ -5,7 +5,6 @@ import pytest
 
 import layerkit as lk
 from layerkit.autodiff.check import check_grads
-from layerkit.autodiff.function.trace import TracingError
 
 
 def test_cond_runs_only_the_chosen_branch_eagerly():
@@ -78,19 +77,56 @@ def test_while_loop_structure_maximum_iterations_and_gradient():
                                         [0, x])[1], [np.float64([1.5, -0.5])], order=2)
 
 
-def test_while_loop_on_a_traced_predicate_is_a_clear_error_and_python_bounds_trace():
+def test_while_loop_on_a_traced_predicate_is_a_graph_loop_and_python_bounds_trace():
     @lk.function
     def counted(x):
         return lk.while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y + x), [0, x])[1]
 
     np.testing.assert_allclose(counted(lk.constant([1.0, 2.0])).numpy(), [4.0, 8.0])
+    kinds = {n.op.name for n in counted.get_concrete_function(lk.constant([1.0, 2.0]))
+             .graph.nodes if n.kind == "op"}
+    assert "while" not in kinds   # a Python bound unrolls
 
     @lk.function
     def data_dependent(x):
         return lk.while_loop(lambda y: lk.reduce_sum(y) < 10.0, lambda y: y * 2.0, [x])
 
-    with pytest.raises(TracingError):
-        data_dependent(lk.constant([1.0]))
+    for v in ([1.0], [3.0], [20.0], [0.25]):
+        y = np.float32(v)
+        while y.sum() < 10.0:
+            y = y * 2
+        np.testing.assert_allclose(data_dependent(lk.constant(v))[0].numpy(), y)
+    assert data_dependent.trace_count == 1
+
+    @lk.function
+    def capped(x, n):
+        return lk.while_loop(lambda y: y < 100.0, lambda y: y + 1.0, [x],
+                             maximum_iterations=n)
+
+    assert float(capped(lk.constant(1.0), lk.constant(5))[0]) == 6.0
+    assert float(capped(lk.constant(98.0), lk.constant(5))[0]) == 100.0
+    assert capped.trace_count == 1
+
+
+def test_while_loop_on_traced_data_gradient_matches_finite_differences():
+    f = lk.function(lambda x: lk.while_loop(
+        lambda k, y: lk.reduce_sum(lk.abs(y)) < 20.0,
+        lambda k, y: (k + 1, y * x + 0.5), [lk.constant(0), x])[1])
+    for v in ([1.5, -0.5], [0.9, 2.0]):
+        check_grads(f, [np.float64(v)], order=2)
+
+
+def test_cond_on_traced_data_runs_one_branch_with_its_effects():
+    v = lk.Variable(0.0)
+
+    @lk.function
+    def f(x):
+        return lk.cond(x > 0, lambda: v.assign_add(1.0).read_value() * 0.0 + x,
+                       lambda: v.assign_sub(10.0).read_value() * 0.0 - x)
+
+    assert float(f(lk.constant(2.0))) == 2.0 and float(v.numpy()) == 1.0
+    assert float(f(lk.constant(-3.0))) == 3.0 and float(v.numpy()) == -9.0
+    assert f.trace_count == 1
 
 
 def test_tensor_array_write_read_stack_and_errors():
