@@ -296,8 +296,11 @@ class TensorArray:
     """A list of tensors written by index (``tf.TensorArray``), stacked at the end.
 
     ``write`` returns the array itself (TensorFlow returns a new handle; code written as
-    ``ta = ta.write(i, x)`` works either way). Indices are ints or scalar int Tensors;
-    inside ``lk.function`` they must be known while tracing (a Python loop index).
+    ``ta = ta.write(i, x)`` works either way). Indices are ints or scalar int Tensors.
+    Inside ``lk.function`` an index that depends on traced data (the counter of a loop on
+    a tensor, converted by AutoGraph) switches the array to one stacked tensor whose
+    writes return a new array, as in TensorFlow; that needs a fixed ``size`` and a known
+    element shape (given, or from the first write).
 
     Args:
         dtype: the elements' dtype (values are cast to it).
@@ -329,6 +332,7 @@ class TensorArray:
         if n < 0:
             raise ValueError(f"lk.TensorArray: size must be >= 0; received {n}")
         self._items: list = [None] * n
+        self._buf: Tensor | None = None   # graph mode: the elements stacked (see below)
         self._element_shape = None if element_shape is None else tuple(
             None if d is None else int(d) for d in element_shape)
 
@@ -366,8 +370,56 @@ class TensorArray:
                              f"the array's {self._element_shape}")
         return t
 
+    # ---- graph mode ------------------------------------------------------------------------
+    # Written at a traced index (in a loop on traced data, see layerkit.autograph), the
+    # elements live in one stacked tensor and writes return a new array (TensorFlow's
+    # functional semantics), so the array can be a loop variable or a branch result.
+    def _is_traced(self, index) -> bool:
+        return _is_traced(index) or self._buf is not None
+
+    def _buffer(self, element=None) -> Tensor:
+        """All elements stacked (zeros where unwritten): the graph-mode storage."""
+        if self._buf is not None:
+            return self._buf
+        if self._dynamic:
+            raise TracingError(
+                "lk.TensorArray: an array with dynamic_size=True cannot be written or read "
+                "at an index that depends on traced data (inside lk.function, in a loop on "
+                "a tensor); give it a fixed size (e.g. size=n)")
+        if self._element_shape is None and element is not None:
+            self._element_shape = tuple(element.shape)
+        if self._element_shape is None or None in self._element_shape:
+            raise TracingError("lk.TensorArray: the element shape must be known to write at "
+                               "a traced index (pass element_shape=...)")
+        lk = self._lk
+        rows = [self._get(i, "write") for i in range(len(self._items))]
+        if not rows:
+            return lk.zeros((0,) + self._element_shape, self._dtype.name)
+        return lk.stack(rows, 0)
+
+    def _with_buffer(self, buf: Tensor) -> TensorArray:
+        ta = TensorArray.__new__(TensorArray)
+        ta._lk, ta._dtype, ta._dynamic = self._lk, self._dtype, self._dynamic
+        ta._element_shape = tuple(buf.shape[1:])
+        ta._items = [None] * int(buf.shape[0])
+        ta._buf = buf
+        return ta
+
+    def _materialize(self) -> None:
+        if self._buf is not None:
+            buf, self._buf = self._buf, None
+            self._items = [buf[k] for k in range(len(self._items))]
+
     def write(self, index, value, name=None) -> TensorArray:
         """Store ``value`` at ``index`` and return the array."""
+        if self._is_traced(index):
+            lk = self._lk
+            v = self._value(value, "write")
+            buf = self._buffer(v)
+            n = len(self._items)
+            mask = lk.equal(lk.range(n), lk.cast(index, "int32"))
+            mask = lk.reshape(mask, (n,) + (1,) * len(v.shape))
+            return self._with_buffer(lk.where(mask, lk.expand_dims(v, 0), buf))
         i = self._index(index, "write")
         if i >= len(self._items):
             if not self._dynamic:
@@ -381,6 +433,8 @@ class TensorArray:
     def read(self, index, name=None) -> Tensor:
         """The element at ``index`` (zeros if it was never written and its shape is
         known)."""
+        if self._is_traced(index):
+            return self._lk.gather(self._buffer(), self._lk.cast(index, "int32"))
         i = self._index(index, "read")
         if i >= len(self._items):
             raise IndexError(f"lk.TensorArray.read: index {i} is out of range for an array "
@@ -398,6 +452,8 @@ class TensorArray:
 
     def stack(self, name=None) -> Tensor:
         """All elements stacked along a new first axis."""
+        if self._buf is not None:
+            return self._buf
         if not self._items:
             shape = (0,) + tuple(d or 0 for d in (self._element_shape or ()))
             return self._lk.zeros(shape, self._dtype.name)
@@ -405,15 +461,18 @@ class TensorArray:
 
     def gather(self, indices, name=None) -> Tensor:
         """The elements at ``indices`` stacked along a new first axis."""
+        self._materialize()
         idx = [self._index(i, "gather") for i in np.asarray(indices).ravel().tolist()]
         return self._lk.stack([self.read(i) for i in idx], 0)
 
     def concat(self, name=None) -> Tensor:
         """All elements concatenated along their first axis."""
+        self._materialize()
         return self._lk.concat([self._get(i, "concat") for i in range(len(self._items))], 0)
 
     def unstack(self, value, name=None) -> TensorArray:
         """Write the slices ``value[0], value[1], ...`` as the elements."""
+        self._materialize()
         t = self._lk.convert_to_tensor(value)
         n = t.shape[0]
         if not self._dynamic and self._items and n > len(self._items):
@@ -424,6 +483,7 @@ class TensorArray:
 
     def scatter(self, indices, value, name=None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]``."""
+        self._materialize()
         t = self._lk.convert_to_tensor(value)
         for k, i in enumerate(np.asarray(indices).ravel().tolist()):
             self.write(i, t[k])
@@ -431,6 +491,7 @@ class TensorArray:
 
     def split(self, value, lengths, name=None) -> TensorArray:
         """Write consecutive pieces of ``value`` (along its first axis) of ``lengths``."""
+        self._materialize()
         t = self._lk.convert_to_tensor(value)
         start, items = 0, []
         for n in [int(x) for x in np.asarray(lengths).ravel()]:

@@ -107,6 +107,12 @@ def _dtype_of(x):
     return None
 
 
+def _is_ta(x) -> bool:
+    from layerkit.control_flow import TensorArray
+
+    return isinstance(x, TensorArray)
+
+
 def _zeros_as(x):
     import layerkit as lk
 
@@ -184,6 +190,10 @@ def if_stmt(test, body, orelse, state: tuple, names: tuple) -> tuple:
                        f"the other branch runs, which is decided when the graph runs; "
                        f"give it a value before the `if` or in both branches")
                 slots.append(("undef", Undefined(name, msg)))
+            elif _is_ta(a) and _is_ta(b):
+                flat_t.append(a._buffer())
+                flat_f.append(b._buffer())
+                slots.append(("array", a))
             elif _tensor_like(a) and _tensor_like(b):
                 ta = _to_tensor(a, _dtype_of(b))
                 tb = _to_tensor(b, _dtype_of(ta))
@@ -209,7 +219,8 @@ def if_stmt(test, body, orelse, state: tuple, names: tuple) -> tuple:
     outs = _sub.graph_cond(pred, lambda: body(*state), lambda: orelse(*state),
                            names=[n for n in names], where=where, finish=finish)
     it = iter(outs)
-    return tuple(next(it) if kind == "tensor" else v for kind, v in plan["slots"])
+    return tuple(next(it) if kind == "tensor" else v._with_buffer(next(it)) if kind == "array"
+                 else v for kind, v in plan["slots"])
 
 
 # ---- while ------------------------------------------------------------------------------------
@@ -231,21 +242,32 @@ def _graph_loop(test, body, state: tuple, names: tuple, where: str, each=None) -
     """``while test(state): state = body(state)`` as one graph ``while`` node, or with
     ``each`` (an iterable): ``for item in each: state = body(state, item)`` as one
     ``for_each`` node."""
-    state = list(state)
+    state = tuple(state)
     probe = None
-    if any(isinstance(v, (bool, int, float, complex)) for v in state) or (
+    if any(isinstance(v, (bool, int, float, complex)) or (
+            _is_ta(v) and v._buf is None and v._element_shape is None) for v in state) or (
             "__lk_retval" in names and is_undefined(state[names.index("__lk_retval")])):
         # Learn the body's result types first (a dry run): variables that start undefined
         # get a start value of that type, Python numbers take the dtype the loop gives.
+        # Tensors enter the dry run as its parameters (traced, as in the loop itself).
+        ks = [k for k, v in enumerate(state) if _tensor_like(v)]
+        probe_in = [_to_tensor(state[k]) for k in ks]
+
+        def with_params(xs):
+            s = list(state)
+            for k, x in zip(ks, xs):
+                s[k] = x
+            return tuple(s)
+
         if each is None:
-            _, _, probe = _sub.trace_sub(lambda: body(tuple(state)), [], "while_probe",
-                                         dry=True)
+            _, _, probe = _sub.trace_sub(lambda *xs: body(with_params(xs)),
+                                         probe_in, "while_probe", dry=True)
         else:
             first = _sub._next(iter(each))
             if first is _sub._END:
                 return tuple(state)
-            _, _, probe = _sub.trace_sub(lambda: body(tuple(state), first), [],
-                                         "for_probe", dry=True)
+            _, _, probe = _sub.trace_sub(lambda *xs: body(with_params(xs), first),
+                                         probe_in, "for_probe", dry=True)
         probe = list(probe)
     carried = []   # indices of state that are loop variables
     init = []
@@ -260,6 +282,13 @@ def _graph_loop(test, body, state: tuple, names: tuple, where: str, each=None) -
                 carried.append(k)
                 init.append(lk.zeros(tuple(after.shape), after.dtype.name))
             continue
+        if _is_ta(v):
+            shape = getattr(after, "_element_shape", None) if _is_ta(after) else None
+            if v._buf is None and v._element_shape is None and shape is not None:
+                v._element_shape = shape
+            carried.append(k)
+            init.append(v._buffer())
+            continue
         if _tensor_like(v):
             like = _dtype_of(after) if isinstance(v, (bool, int, float, complex)) else None
             if like is not None and isinstance(v, bool) != (like == np.bool_):
@@ -268,9 +297,12 @@ def _graph_loop(test, body, state: tuple, names: tuple, where: str, each=None) -
             init.append(_to_tensor(v, like))
     fixed = {k: v for k, v in enumerate(state) if k not in carried}
 
+    arrays = {k for k in carried if _is_ta(state[k])}
+
     def rebuild(xs):
         s = dict(fixed)
-        s.update(zip(carried, xs))
+        s.update((k, state[k]._with_buffer(x) if k in arrays else x)
+                 for k, x in zip(carried, xs))
         return tuple(s[k] for k in range(len(state)))
 
     def c(*xs):
@@ -291,7 +323,7 @@ def _graph_loop(test, body, state: tuple, names: tuple, where: str, each=None) -
             if is_undefined(v):
                 raise UnboundLocalError(f"'{names[k]}' is undefined at the end of an "
                                         f"iteration of the loop{where}")
-            out.append(_to_tensor(v, x.dtype))
+            out.append(v._buffer() if k in arrays else _to_tensor(v, x.dtype))
         return out
 
     loop_names = [names[k] for k in carried]
@@ -306,7 +338,8 @@ def _graph_loop(test, body, state: tuple, names: tuple, where: str, each=None) -
             result[k] = Undefined(names[k], (
                 f"'{names[k]}' is assigned only inside the loop on a tensor{where}; give it "
                 f"a value before the loop to use it after the loop"))
-    result.update(zip(carried, outs))
+    result.update((k, state[k]._with_buffer(x) if k in arrays else x)
+                  for k, x in zip(carried, outs))
     return tuple(result[k] for k in range(len(state)))
 
 

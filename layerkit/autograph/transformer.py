@@ -292,7 +292,7 @@ class _ControlFlow(ast.NodeTransformer):
 
     # statements
     def _defs(self, prefix: str, params: list, body: list, ret: list, src) -> ast.FunctionDef:
-        decl = []
+        decl: list = []
         g = [n for n in assigned_names(body) if self.declared.get(n) == "global"]
         nl = [n for n in assigned_names(body) if self.declared.get(n) == "nonlocal"]
         if g:
@@ -300,9 +300,7 @@ class _ControlFlow(ast.NodeTransformer):
         if nl:
             decl.append(ast.Nonlocal(names=nl))
         body = decl + (body or [ast.Pass()]) + [ast.Return(value=_tuple(ret))]
-        fn = ast.FunctionDef(name=prefix, args=_args(params), body=body, decorator_list=[],
-                             returns=None, type_comment=None, type_params=[])
-        return _located([fn], src)[0]
+        return _located([_funcdef(prefix, params, body)], src)[0]
 
     def _state(self, names: list) -> list:
         return [n for n in names if n not in self.declared
@@ -354,9 +352,7 @@ class _ControlFlow(ast.NodeTransformer):
         stop = self._stop_test(node)
         if stop is not None:
             test = ast.Call(func=_ag("and_"), args=[_lazy(stop), _lazy(test)], keywords=[])
-        tf = ast.FunctionDef(name=f"__lk_while_test_{k}", args=_args(names),
-                             body=[ast.Return(value=test)], decorator_list=[], returns=None,
-                             type_comment=None, type_params=[])
+        tf = _funcdef(f"__lk_while_test_{k}", names, [ast.Return(value=test)])
         _located([tf], node)
         bf = self._defs(f"__lk_while_body_{k}", names, node.body, names, node)
         call = ast.Call(func=_ag("while_stmt"), args=[
@@ -378,9 +374,7 @@ class _ControlFlow(ast.NodeTransformer):
         stop = self._stop_test(node)
         defs = [bf]
         if stop is not None:
-            tf = ast.FunctionDef(name=f"__lk_for_test_{k}", args=_args(names),
-                                 body=[ast.Return(value=stop)], decorator_list=[],
-                                 returns=None, type_comment=None, type_params=[])
+            tf = _funcdef(f"__lk_for_test_{k}", names, [ast.Return(value=stop)])
             defs.insert(0, _located([tf], node)[0])
             extra = _name(tf.name)
         else:
@@ -395,6 +389,14 @@ class _ControlFlow(ast.NodeTransformer):
             ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load())], keywords=[])
         return (self._undefined_guards(names, node) + defs
                 + self._result(names, call, node) + node.orelse)
+
+
+def _funcdef(name: str, params: list, body: list) -> ast.FunctionDef:
+    fn = ast.FunctionDef(name=name, args=_args(params), body=body, decorator_list=[],
+                         returns=None, type_comment=None)
+    if "type_params" in ast.FunctionDef._fields:   # Python 3.12+
+        setattr(fn, "type_params", [])  # noqa: B010
+    return fn
 
 
 def _lazy(expr: ast.expr) -> ast.Lambda:
@@ -479,10 +481,8 @@ def _build(f):
     fdef.decorator_list = []
     _convert_def(fdef)
     free = list(code.co_freevars)
-    factory = ast.FunctionDef(
-        name="__lk_ag_factory", args=_args(["ag__"] + [n for n in free if n != "ag__"]),
-        body=[fdef, ast.Return(value=_name(fdef.name))], decorator_list=[], returns=None,
-        type_comment=None, type_params=[])
+    factory = _funcdef("__lk_ag_factory", ["ag__"] + [n for n in free if n != "ag__"],
+                       [fdef, ast.Return(value=_name(fdef.name))])
     _located([factory], fdef)
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)

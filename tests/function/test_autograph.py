@@ -402,3 +402,41 @@ def test_converted_code_runs_eagerly_with_python_semantics():
     traced = lk.function(f)
     assert float(traced(x)) == 7.0
     assert float(traced(lk.constant([1.0, 2.0, 3.0, 40.0]))) == 6.0
+
+
+def test_tensor_array_written_at_a_traced_index_in_a_graph_loop():
+    @lk.function
+    def squares(n):
+        ta = lk.TensorArray(lk.float32, size=5)
+        for i in lk.range(n):
+            ta = ta.write(i, lk.cast(i * i, lk.float32))
+        return ta.stack()
+
+    np.testing.assert_array_equal(squares(lk.constant(3)).numpy(), [0, 1, 4, 0, 0])
+    np.testing.assert_array_equal(squares(lk.constant(5)).numpy(), [0, 1, 4, 9, 16])
+    assert squares.trace_count == 1
+
+    @lk.function
+    def rnn(x, h, steps):
+        states = lk.TensorArray(lk.float64, size=x.shape[0])
+        i = 0
+        while i < steps:
+            h = lk.tanh(x[i] + h)
+            states = states.write(i, h)
+            i += 1
+        return lk.reduce_sum(states.stack() ** 2)
+
+    x = np.float64([[0.1, -0.2], [0.3, 0.5], [-0.4, 0.2]])
+    for steps in (1, 3):
+        check_grads(lambda a, b, s=steps: rnn(a, b, lk.constant(s)),
+                    [x, np.float64([0.05, -0.1])], order=1)
+
+    @lk.function
+    def grows(n):
+        ta = lk.TensorArray(lk.float32, size=0, dynamic_size=True)
+        for i in lk.range(n):
+            ta = ta.write(i, 1.0)
+        return ta.stack()
+
+    with pytest.raises(TracingError, match="dynamic_size=True"):
+        grows(lk.constant(3))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class SubTracer(Tracer):
     """A tracer for one branch or loop part: values of the enclosing traces it uses
     become *captures* (extra parameters of the sub-graph, inputs of the node)."""
 
-    def __init__(self, name: str, outer: Tracer) -> None:
+    def __init__(self, name: str, outer: Tracer | None) -> None:
         super().__init__(name)
         self.outer = outer
         self.captures: list = []             # outer Tensors / Variables, in param order
@@ -69,7 +70,7 @@ class SubTracer(Tracer):
         self._cap_keep: set = set()
 
     def _known_outside(self, t) -> bool:
-        tr = self.outer
+        tr: Any = self.outer
         while tr is not None:
             if id(t) in tr.ids:
                 return True
@@ -135,7 +136,7 @@ class SubGraph:
     outer values, the compiled program and, lazily, its gradient program."""
 
     def __init__(self, tracer: SubTracer, outputs: list) -> None:
-        g = tracer.graph
+        g: Any = tracer.graph
         self.name = g.name
         g.outputs = [("value", tracer.vid_of(x)) for x in outputs]
         self.n_args = len(g.params) - len(tracer.captures)
@@ -170,7 +171,7 @@ class SubGraph:
         for v in g.values:
             if v.kind != "const":
                 v.traced = None
-        self._grad = None
+        self._grad: Any = None
         self._lock = threading.Lock()
 
     def run(self, arrays: list) -> list:
@@ -246,7 +247,7 @@ def _trace_grad(sub: SubGraph, arrays: list):
             for p, gr in zip(params, grads):
                 res.append(gr if gr is not None else
                            wrap(np.zeros(np.shape(p._rv), np.asarray(p._rv).dtype)))
-            g = tracer.graph
+            g: Any = tracer.graph
             g.outputs = [("value", tracer.vid_of(x)) for x in res]
             g.out_structure = [None] * len(res)
     finally:
@@ -396,7 +397,7 @@ def _cond_vjp(gs, ins, outs, needs, cond: CondSpec):
     return tuple(out)
 
 
-_cond_vjp.takes_none = True
+_cond_vjp.takes_none = True  # type: ignore[attr-defined]
 COND = Op("cond", _cond_forward, _cond_vjp, num_outputs=-1)
 COND_STATEFUL = Op("cond", _cond_forward, num_outputs=-1, stateful=True,
                    updates=lambda attrs: _assigned_vars(attrs["cond"].true, attrs["cond"].false))
@@ -533,7 +534,7 @@ def _while_replay_vjp(gs, ins, needs, loop: WhileSpec):
     return tuple(gr if need else None for gr, need in zip(got, needs))
 
 
-_while_vjp.takes_none = True
+_while_vjp.takes_none = True  # type: ignore[attr-defined]
 _IDENTITY = Op("identity", lambda x: x, lambda g, ins, out, needs: (g,))
 WHILE = Op("while", _while_forward, _while_vjp, num_outputs=-1)
 WHILE_STATEFUL = Op("while", _while_forward, num_outputs=-1, stateful=True,
