@@ -229,17 +229,22 @@ def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
             break
         if not p:
             break
-        new = body(*vars_) if packed else body(vars_)
-        if packed:
-            new = list(new) if isinstance(new, (tuple, list)) else [new]
-            if len(new) != len(vars_):
-                raise ValueError(f"lk.while_loop: body returned {len(new)} loop variables, "
-                                 f"expected {len(vars_)}")
-        vars_ = new
+        vars_ = _step(body, vars_, packed, "")
         n += 1
     if packed:
         return type(loop_vars)(vars_) if isinstance(loop_vars, tuple) else vars_
     return vars_
+
+
+def _step(body: Callable, vars_, packed: bool, where: str):
+    """``body`` applied to the loop variables (their number checked)."""
+    new = body(*vars_) if packed else body(vars_)
+    if packed:
+        new = list(new) if isinstance(new, (tuple, list)) else [new]
+        if len(new) != len(vars_):
+            raise ValueError(f"lk.while_loop: body returned {len(new)} loop variables, "
+                             f"expected {len(vars_)}{where}")
+    return new
 
 
 def _is_traced(x) -> bool:
@@ -276,14 +281,7 @@ def _graph_while(cond: Callable, body: Callable, vars_, packed: bool, limit, don
         return pred
 
     def b(*xs):
-        v = unpack(xs)
-        new = body(*v) if packed else body(v)
-        if packed:
-            new = list(new) if isinstance(new, (tuple, list)) else [new]
-            if len(new) != len(v):
-                raise ValueError(f"lk.while_loop: body returned {len(new)} loop variables, "
-                                 f"expected {len(v)}{where}")
-        out = _tensors(new)
+        out = _tensors(_step(body, unpack(xs), packed, where))
         return ([xs[0] + 1] if counted else []) + out
 
     names = (["iteration counter"] if counted else []) + [

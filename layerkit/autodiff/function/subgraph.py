@@ -44,7 +44,7 @@ from layerkit.autodiff.function import executor as _executor
 from layerkit.autodiff.function import passes as _passes
 from layerkit.autodiff.function import trace as _trace
 from layerkit.autodiff.function.graph import Node
-from layerkit.autodiff.function.trace import Tracer, TracingError
+from layerkit.autodiff.function.trace import Tracer
 
 __all__ = ["SubGraph", "trace_sub", "graph_cond", "graph_while", "active_tracer"]
 
@@ -197,22 +197,10 @@ class SubGraph:
 
     def replay(self, inputs: list) -> list:
         """The sub-graph's outputs computed with lk ops (recorded by active tapes)."""
+        from layerkit.autodiff.function.gradient import replay
+
         g = self.graph
-        t = dict(zip(g.params, inputs))
-        for node in g.nodes:
-            if node.kind == "read":
-                t[node.outs[0]] = node.var
-                continue
-            if node.kind == "assign":
-                raise TracingError(f"lk.function: cannot differentiate through "
-                                   f"'{self.name}', which assigns Variables")
-            args = [t[i] if i in t else _const(g.values[i]) for i in node.ins]
-            res = apply(node.op, *args, **node.attrs)
-            if len(node.outs) == 1 and node.op.num_outputs == 1:
-                t[node.outs[0]] = res
-            else:
-                for o, r in zip(node.outs, res):
-                    t[o] = r
+        t = replay(g, g.nodes, dict(zip(g.params, inputs)), lambda node: node.var)
         return [t[vid] if vid in t else wrap(_const(g.values[vid])) for _, vid in g.outputs]
 
 
@@ -270,6 +258,8 @@ def trace_sub(fn, args: list, name: str, dry: bool = False):
     outer = active_tracer()
     sub = SubTracer(name, outer)
     sub.dry_run = dry or bool(getattr(outer, "dry_run", False))
+    from layerkit.autodiff.function.api import _rng_restore, _rng_state
+
     rng0 = _rng_state() if dry else None
     saved = list(context.RECORDERS)
     del context.RECORDERS[:]
@@ -290,22 +280,6 @@ def trace_sub(fn, args: list, name: str, dry: bool = False):
 def _array_of(t):
     a = t._rv if isinstance(t, Tensor) else t
     return a
-
-
-def _rng_state():
-    try:
-        from layerkit.primitives import random as _random
-
-        return _random.get_state()
-    except (ImportError, AttributeError):
-        return None
-
-
-def _rng_restore(state) -> None:
-    if state is not None:
-        from layerkit.primitives import random as _random
-
-        _random.set_state(state)
 
 
 def _emit(op: Op, ins: list, out_arrays: list, attrs: dict, subs: list) -> list:
@@ -371,23 +345,10 @@ def _cond_grad_forward(pred, *arrays, cond: CondSpec):
 def _cond_vjp(gs, ins, outs, needs, cond: CondSpec):
     if context.RECORDERS and active_tracer() is None:
         # A tape records this gradient (higher order): replay the taken branch.
-        from layerkit.autodiff.tape import GradientTape
-
-        pred = bool(np.asarray(ins[0]._v))
         nt = cond.true.captures_len
-        sub, caps = (cond.true, ins[1:1 + nt]) if pred else (cond.false, ins[1 + nt:])
-        with GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch([c for c in caps if c.dtype.kind in "fc"])
-            res = sub.replay(list(caps))
-        pairs = [(r, s) for r, s in zip(res, gs) if s is not None and r.dtype.kind in "fc"]
-        got = tape.gradient([p[0] for p in pairs], list(caps),
-                            output_gradients=[p[1] for p in pairs]) if pairs \
-            else [None] * len(caps)
-        grads = [None] * len(ins)
-        off = 1 if pred else 1 + nt
-        for k, gr in enumerate(got):
-            grads[off + k] = gr
-        return tuple(gr if n else None for gr, n in zip(grads, needs))
+        if bool(np.asarray(ins[0]._v)):
+            return _replay_vjp(lambda xs: cond.true.replay(xs[1:1 + nt]), gs, ins, needs)
+        return _replay_vjp(lambda xs: cond.false.replay(xs[1 + nt:]), gs, ins, needs)
     seeds = [s if s is not None else wrap(np.zeros(o.shape, o.dtype))
              for s, o in zip(gs, outs)]
     res = apply(_COND_GRAD, *ins, *seeds, cond=cond)
@@ -504,7 +465,7 @@ def _while_grad_forward(*arrays, loop: WhileSpec):
 
 def _while_vjp(gs, ins, outs, needs, loop: WhileSpec):
     if context.RECORDERS and active_tracer() is None:
-        return _while_replay_vjp(gs, ins, needs, loop)
+        return _replay_vjp(lambda xs: _while_replay(loop, xs), gs, ins, needs)
     seeds = [s if s is not None else wrap(np.zeros(o.shape, o.dtype))
              for s, o in zip(gs, outs)]
     res = apply(_WHILE_GRAD, *ins, *seeds, loop=loop)
@@ -512,26 +473,31 @@ def _while_vjp(gs, ins, outs, needs, loop: WhileSpec):
                  for x, r, need in zip(ins, res, needs))
 
 
-def _while_replay_vjp(gs, ins, needs, loop: WhileSpec):
-    # A tape records this gradient (higher order): the iterations again with lk ops.
+def _replay_vjp(run, gs, ins, needs) -> tuple:
+    """The vjp of a node whose gradient a tape records (a gradient of a gradient):
+    ``run(inputs)`` recomputes the outputs with lk ops under a private tape."""
     from layerkit.autodiff.tape import GradientTape
 
-    n, nc = loop.n_vars, loop.cond.captures_len
     # One tensor per input position (a loop variable may start as a captured value):
     # each position gets its own gradient, as from the compiled gradient.
-    ins = [apply(_IDENTITY, x) for x in ins]
+    xs = [apply(_IDENTITY, x) for x in ins]
     with GradientTape(watch_accessed_variables=False) as tape:
-        tape.watch([x for x in ins if x.dtype.kind in "fc"])
-        vs = list(ins[:n])
-        cc, bc = list(ins[n:n + nc]), list(ins[n + nc:])
-        while bool(np.asarray(loop.cond.run([_array_of(x) for x in vs + cc])[0])):
-            vs = loop.body.replay(vs + bc)
-    pairs = [(v, s) for v, s in zip(vs, gs) if s is not None and v.dtype.kind in "fc"]
+        tape.watch([x for x in xs if x.dtype.kind in "fc"])
+        outs = run(xs)
+    pairs = [(v, s) for v, s in zip(outs, gs) if s is not None and v.dtype.kind in "fc"]
     if not pairs:
         return tuple(None for _ in ins)
-    got = tape.gradient([p[0] for p in pairs], list(ins),
-                        output_gradients=[p[1] for p in pairs])
+    got = tape.gradient([p[0] for p in pairs], xs, output_gradients=[p[1] for p in pairs])
     return tuple(gr if need else None for gr, need in zip(got, needs))
+
+
+def _while_replay(loop: WhileSpec, ins: list) -> list:
+    # The iterations again with lk ops (the predicate decides on the values).
+    n, nc = loop.n_vars, loop.cond.captures_len
+    vs, cc, bc = list(ins[:n]), list(ins[n:n + nc]), list(ins[n + nc:])
+    while bool(np.asarray(loop.cond.run([_array_of(x) for x in vs + cc])[0])):
+        vs = loop.body.replay(vs + bc)
+    return vs
 
 
 _while_vjp.takes_none = True  # type: ignore[attr-defined]
