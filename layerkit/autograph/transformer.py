@@ -479,6 +479,7 @@ def _build(f):
         return None
     fdef = tree.body[0]
     fdef.decorator_list = []
+    _explicit_super(fdef, code)
     _convert_def(fdef)
     free = list(code.co_freevars)
     factory = _funcdef("__lk_ag_factory", ["ag__"] + [n for n in free if n != "ag__"],
@@ -495,6 +496,19 @@ def _build(f):
     inner = ns["__lk_ag_factory"](operators, *([None] * len([n for n in free
                                                               if n != "ag__"])))
     return inner, source
+
+
+def _explicit_super(fdef, code) -> None:
+    """``super()`` as ``super(__class__, self)``: converted code moves statements into
+    nested functions, where the zero-argument form would take their first argument."""
+    params = fdef.args.posonlyargs + fdef.args.args
+    if "__class__" not in code.co_freevars or not params:
+        return
+    first = params[0].arg
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" \
+                and not n.args and not n.keywords:
+            n.args = [_name("__class__"), _name(first)]
 
 
 def _rebind(f, inner):

@@ -440,3 +440,105 @@ def test_tensor_array_written_at_a_traced_index_in_a_graph_loop():
 
     with pytest.raises(TracingError, match="dynamic_size=True"):
         grows(lk.constant(3))
+
+
+def test_converted_python_semantics_match_the_original():
+    def loops(pairs):
+        out = []
+        for _i, (a, b) in enumerate(pairs):
+            if a > b:
+                out.append(a)
+            elif a == b:
+                continue
+            else:
+                out.append(b)
+                if b > 10:
+                    break
+        else:
+            out.append(-1)
+        return out
+
+    def nested_return(d):
+        acc = {}
+        for k in sorted(d):
+            v = d[k]
+            while v > 1:
+                v //= 2
+                if v == 3:
+                    return k, v
+            acc[k] = v
+        return acc
+
+    def closures(x):
+        def bump(flag):
+            nonlocal x
+            if flag:
+                x = x + 1
+            return x
+        bump(True)
+        bump(False)
+        try:
+            y = 1 / x
+        except ZeroDivisionError:
+            y = None
+        return x, y, (x if x else -1)
+
+    class Base:
+        def describe(self, x):
+            if x > 3:
+                return "big " + super().__repr__()[:1]
+            return "small"
+
+    for f, args in [(loops, ([(1, 2), (3, 3), (5, 4), (1, 11), (9, 0)],)),
+                    (loops, ([(1, 2)],)), (nested_return, ({"a": 12, "b": 7},)),
+                    (nested_return, ({"a": 4},)), (closures, (1,)), (closures, (-1,))]:
+        assert lk.autograph.to_graph(f)(*args) == f(*args)
+    obj = Base()
+    conv = lk.autograph.to_graph(obj.describe)
+    assert conv(5) == obj.describe(5) and conv(1) == "small"
+
+
+def test_methods_nested_functions_and_models_in_graph_loops():
+    class Scaled(lk.Module):
+        def __init__(self):
+            self.w = lk.Variable(2.0)
+
+        @lk.function
+        def __call__(self, x):
+            if x > 0:
+                return x * self.w
+            return x
+
+    m = Scaled()
+    assert float(m(lk.constant(3.0))) == 6.0 and float(m(lk.constant(-3.0))) == -3.0
+
+    @lk.function
+    def doubling(x):
+        while x < 10.0:
+            x = x * 2.0
+        return x
+
+    @lk.function
+    def outer(x):
+        return doubling(x) + 1.0   # inlined, converted
+
+    assert float(outer(lk.constant(3.0))) == 13.0 and float(outer(lk.constant(11.0))) == 12.0
+
+    model = lk.keras.Sequential([lk.keras.layers.Dense(2)])
+    model.build((None, 3))
+
+    @lk.function
+    def apply_n(x, n):
+        for _ in lk.range(n):
+            x = lk.tanh(model(x)) @ lk.ones((2, 3))
+        return x
+
+    x = np.ones((4, 3), np.float32)
+    for n in (0, 2, 3):
+        want = x
+        for _ in range(n):
+            want = np.tanh(want @ model.weights[0].numpy() + model.weights[1].numpy()) @ \
+                np.ones((2, 3), np.float32)
+        np.testing.assert_allclose(apply_n(lk.constant(x), lk.constant(n)).numpy(), want,
+                                   rtol=1e-5)
+    assert apply_n.trace_count == 1
