@@ -7,14 +7,14 @@ predicate is false, and a tape records the ops that ran, so gradients flow throu
 
 * a predicate, branch index or loop predicate that is a Python value (or a tensor
   computed from constants) is decided at trace time, as Python would (a loop unrolls);
-* ``cond`` and ``while_loop`` with a *traced* predicate become graph nodes holding
-  sub-graphs (``layerkit.autodiff.function.subgraph``): ``cond`` runs only the branch
-  the predicate picks on each call, ``while_loop`` runs as many iterations as each
+* ``cond``, ``case``, ``switch_case`` and ``while_loop`` with a *traced* predicate
+  (or branch index) become graph nodes holding sub-graphs
+  (``layerkit.autodiff.function.subgraph``): ``cond`` runs only the branch the
+  predicate picks on each call, ``while_loop`` runs as many iterations as each
   call's data asks for (a loop whose predicate becomes traced after some unrolled
   iterations continues as a graph loop). Both are differentiable. Branch results and
-  loop variables must keep their dtype and shape;
-* ``case`` and ``switch_case`` with a traced predicate or index run every branch and
-  select the results with ``lk.where`` (keep such branches pure).
+  loop variables must keep their dtype and shape (``case`` and ``switch_case`` are
+  chains of ``cond`` nodes).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function.subgraph import current_line
 from layerkit.autodiff.function.trace import TracingError
 from layerkit.autodiff.nest import flatten, pack_like
-from layerkit.keras_ops.core import _select, _traced_bool
+from layerkit.keras_ops.core import _traced_bool
 
 __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]
 
@@ -127,19 +127,32 @@ def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False
         if default is None:
             raise ValueError("lk.case: no predicate is true and no default was given")
         return default()
-    # Traced predicates: evaluate every branch, select from the last to the first.
+    # Traced predicates: a chain of graph conds, so that only the branch taken runs.
     if default is None:
         (_, _), last_fn = resolved[-1]
-        result, rest = last_fn(), resolved[:-1]
+        final, rest = last_fn, resolved[:-1]
     else:
-        result, rest = default(), resolved
-    for (known, p), fn in reversed(rest):
-        if known:
-            if p:
-                result = fn()
-            continue
-        result = _select(p, fn(), result)
-    return result
+        final, rest = default, resolved
+    return _chain([(p if known else _Traced(p), fn) for (known, p), fn in rest], final)
+
+
+class _Traced:
+    __slots__ = ("pred",)
+
+    def __init__(self, pred) -> None:
+        self.pred = pred
+
+
+def _chain(pairs: list, final: Callable):
+    """The first callable whose predicate holds, else ``final()``; predicates are
+    Python bools or traced ones (wrapped in ``_Traced``), decided by graph conds."""
+    for j, (p, fn) in enumerate(pairs):
+        if type(p) is _Traced:
+            rest = pairs[j + 1:]
+            return cond(p.pred, fn, lambda rest=rest: _chain(rest, final))
+        if p:
+            return fn()
+    return final()
 
 
 def switch_case(branch_index, branch_fns, default: Callable | None = None,
@@ -179,10 +192,8 @@ def switch_case(branch_index, branch_fns, default: Callable | None = None,
         import layerkit as lk
 
         idx = lk.cast(branch_index, "int64")
-        result = fallback()
-        for key in sorted(table, reverse=True):
-            result = _select(lk.equal(idx, int(key)), table[key](), result)
-        return result
+        return _chain([(_Traced(lk.equal(idx, int(k))), table[k]) for k in sorted(table)],
+                      fallback)
     return table.get(index, fallback)()
 
 

@@ -163,3 +163,25 @@ def test_tensor_array_in_a_traced_loop_and_under_a_tape():
         ta = ta.write(0, x * x).write(1, x * 3.0)
         y = lk.reduce_sum(ta.stack())
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), [2 * 1 + 3, 2 * 2 + 3])
+
+
+def test_case_and_switch_case_on_traced_values_run_only_the_taken_branch():
+    v = lk.Variable(0.0)
+
+    def bump(k):
+        return lambda: v.assign_add(float(k)).read_value() * 0.0 + float(k)
+
+    @lk.function
+    def pick(i):
+        return lk.switch_case(i, [bump(1), bump(10), bump(100)])
+
+    @lk.function
+    def first(x):
+        return lk.case([(x < 0.0, bump(1)), (x < 5.0, bump(10))], default=bump(100))
+
+    assert float(pick(lk.constant(1))) == 10.0 and float(v.numpy()) == 10.0
+    assert float(pick(lk.constant(7))) == 100.0 and float(v.numpy()) == 110.0  # last
+    assert float(first(lk.constant(-1.0))) == 1.0 and float(v.numpy()) == 111.0
+    assert float(first(lk.constant(3.0))) == 10.0 and float(v.numpy()) == 121.0
+    assert float(first(lk.constant(9.0))) == 100.0 and float(v.numpy()) == 221.0
+    assert pick.trace_count == 1 and first.trace_count == 1
