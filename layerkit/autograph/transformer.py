@@ -311,8 +311,10 @@ class _ControlFlow(ast.NodeTransformer):
         for n in names:
             handler = ast.ExceptHandler(type=_name("NameError"), name=None, body=[
                 _assign(n, ast.Call(func=_ag("Undefined"), args=[_const(n)], keywords=[]))])
-            out.append(ast.Try(body=[ast.Expr(value=_name(n))], handlers=[handler],
-                               orelse=[], finalbody=[]))
+            guard = ast.Try(body=[ast.Expr(value=_name(n))], handlers=[handler],
+                            orelse=[], finalbody=[])
+            guard._lk_guard = n   # type: ignore[attr-defined]
+            out.append(guard)
         return _located(out, src)
 
     def _result(self, names: list, call: ast.expr, src) -> list:
@@ -425,6 +427,43 @@ def _convert_def(fdef) -> None:
     fdef.body = _flat(exits.visit(s) for s in fdef.body)
     cf = _ControlFlow(declared)
     fdef.body = _flat(cf.visit(s) for s in fdef.body)
+    _prune_guards(fdef)
+
+
+def _params(fdef) -> set:
+    a = fdef.args
+    names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    names |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    return names
+
+
+def _binds(s) -> set:
+    """Names a (converted) statement surely binds when it completes normally."""
+    if isinstance(s, ast.Try):
+        return {s._lk_guard} if hasattr(s, "_lk_guard") else set()
+    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {s.name}
+    if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import,
+                      ast.ImportFrom, ast.With)):
+        if isinstance(s, ast.AnnAssign) and s.value is None:
+            return set()
+        return set(assigned_names([s]))
+    return set()
+
+
+def _prune_guards(fdef, bound: set | None = None) -> None:
+    """Drop the undefined-name guards of names surely bound before them (each function
+    scope on its own: its parameters, then what its earlier statements bind)."""
+    bound = set(_params(fdef)) if bound is None else bound
+    body = []
+    for s in fdef.body:
+        if hasattr(s, "_lk_guard") and s._lk_guard in bound:
+            continue
+        body.append(s)
+        if isinstance(s, ast.FunctionDef):
+            _prune_guards(s)
+        bound |= _binds(s)
+    fdef.body = body or [ast.Pass()]
 
 
 def _flat(items) -> list:
