@@ -21,9 +21,40 @@ from __future__ import annotations
 import enum
 import types
 
-from layerkit.autograph.transformer import ConversionError, convert, source_of
+from layerkit.autograph.transformer import (
+    AutoGraphWarning,
+    ConversionError,
+    convert,
+    source_of,
+)
 
-__all__ = ["to_graph", "to_code", "do_not_convert", "experimental", "ConversionError"]
+__all__ = ["to_graph", "to_code", "do_not_convert", "experimental", "ConversionError",
+           "AutoGraphWarning", "set_verbosity", "trace"]
+
+_VERBOSITY = [0]
+
+
+def set_verbosity(level: int, alsologtostdout: bool = False) -> None:
+    """Set AutoGraph's log level (``tf.autograph.set_verbosity``); layerkit logs nothing
+    more at higher levels, the value is kept for compatibility.
+
+    Args:
+        level: an int >= 0.
+        alsologtostdout: accepted for TensorFlow compatibility.
+    """
+    _VERBOSITY[0] = int(level)
+
+
+def trace(*args) -> None:
+    """Print ``args`` when the code runs in Python, i.e. while tracing inside
+    ``lk.function`` (``tf.autograph.trace``); tensors print as ``repr`` shows them.
+
+    Examples:
+        >>> import layerkit as lk
+        >>> lk.autograph.trace("value", 3)
+        value 3
+    """
+    print(*args)
 
 
 def to_graph(entity, recursive: bool = True, experimental_optional_features=None):

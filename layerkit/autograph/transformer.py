@@ -27,6 +27,7 @@ import os
 import textwrap
 import threading
 import types
+import warnings
 
 _DO_RETURN = "__lk_do_return"
 _RETVAL = "__lk_retval"
@@ -41,6 +42,10 @@ _LIB_DIRS = tuple({os.path.dirname(os.__file__), os.path.dirname(ast.__file__)})
 
 class ConversionError(ValueError):
     """A function could not be converted by AutoGraph."""
+
+
+class AutoGraphWarning(UserWarning):
+    """A function could not be converted and is traced as written."""
 
 
 # ---- small AST builders ---------------------------------------------------------------------
@@ -324,6 +329,8 @@ class _ControlFlow(ast.NodeTransformer):
 
     def visit_If(self, node):
         self.generic_visit(node)
+        if _escapes(node.body + node.orelse, True):
+            return node   # a jump the lowering did not reach (e.g. in a `match`): as written
         self.count += 1
         k = self.count
         names = self._state(assigned_names(node.body + node.orelse))
@@ -347,6 +354,8 @@ class _ControlFlow(ast.NodeTransformer):
 
     def visit_While(self, node):
         self.generic_visit(node)
+        if _escapes(node.body, False):
+            return node
         self.count += 1
         k = self.count
         names = self._state(assigned_names(node.body))
@@ -365,6 +374,8 @@ class _ControlFlow(ast.NodeTransformer):
 
     def visit_For(self, node):
         self.generic_visit(node)
+        if _escapes(node.body, False):
+            return node
         self.count += 1
         k = self.count
         names = self._state(assigned_names([ast.Assign(targets=[node.target],
@@ -399,6 +410,28 @@ def _funcdef(name: str, params: list, body: list) -> ast.FunctionDef:
     if "type_params" in ast.FunctionDef._fields:   # Python 3.12+
         setattr(fn, "type_params", [])  # noqa: B010
     return fn
+
+
+def _escapes(stmts: list, loops_too: bool) -> bool:
+    """Whether ``stmts`` still hold a ``return``/``yield`` (or, with ``loops_too``, a
+    ``break``/``continue`` of an enclosing loop): moved into a function they would change
+    meaning, so the statement is left as written."""
+    for n in _walk_scope(stmts):
+        if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)):
+            return True
+        if loops_too and isinstance(n, (ast.Break, ast.Continue)) and not _in_loop(stmts, n):
+            return True
+    return False
+
+
+def _in_loop(stmts: list, target) -> bool:
+    """Whether ``target`` (a break/continue under ``stmts``) belongs to a loop that is
+    itself under ``stmts``."""
+    for n in _walk_scope(stmts):
+        if isinstance(n, (ast.For, ast.While, ast.AsyncFor)):
+            if any(m is target for m in _walk_scope(n.body)):
+                return True
+    return False
 
 
 def _lazy(expr: ast.expr) -> ast.Lambda:
@@ -592,6 +625,9 @@ def convert(f, strict: bool = False):
             except Exception as e:  # noqa: BLE001 - unconvertible code runs as written
                 if strict:
                     raise ConversionError(f"cannot convert {f.__qualname__}: {e}") from e
+                warnings.warn(f"AutoGraph could not convert {f.__qualname__} "
+                              f"({type(e).__name__}: {e}); it is traced as written",
+                              AutoGraphWarning, stacklevel=2)
                 entry = None
             _CACHE[key] = entry
     if entry is None:

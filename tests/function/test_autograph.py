@@ -542,3 +542,21 @@ def test_methods_nested_functions_and_models_in_graph_loops():
         np.testing.assert_allclose(apply_n(lk.constant(x), lk.constant(n)).numpy(), want,
                                    rtol=1e-5)
     assert apply_n.trace_count == 1
+
+
+def test_statements_with_jumps_the_lowering_cannot_reach_run_as_written():
+    def f(x, k):
+        match k:
+            case 1:
+                if x > 0:
+                    return x
+                return -x
+            case _:
+                for i in range(3):
+                    if i == k:
+                        return i
+        return 0
+
+    g = lk.autograph.to_graph(f)
+    assert [g(2, 1), g(-2, 1), g(1, 2), g(1, 7)] == [f(2, 1), f(-2, 1), f(1, 2), f(1, 7)]
+    assert float(lk.function(f)(lk.constant(3.0), 2)) == 2.0
