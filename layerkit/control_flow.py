@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from layerkit._core.op import Op
+from layerkit._core.op import apply as _apply
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function.subgraph import current_line
 from layerkit.autodiff.function.trace import TracingError
@@ -301,6 +303,40 @@ def _graph_while(cond: Callable, body: Callable, vars_, packed: bool, limit, don
     return _pack(structure, outs[1:] if counted else outs)
 
 
+def _ta_write(buf, i, v, dynamic: bool):
+    i, n = int(i), buf.shape[0]
+    if i < 0:
+        raise IndexError(f"lk.TensorArray.write: index {i} is negative")
+    if i >= n:
+        if not dynamic:
+            raise IndexError(f"lk.TensorArray.write: index {i} is out of range for an "
+                             f"array of size {n} (pass dynamic_size=True to grow it)")
+        grown = np.zeros((i + 1,) + buf.shape[1:], buf.dtype)
+        grown[:n] = buf
+        buf = grown
+    else:
+        buf = buf.copy()
+    buf[i] = v
+    return buf
+
+
+def _ta_write_grad(g, buf, i):
+    i, n = int(i), buf.shape[0]
+    gb = np.array(g[:n], copy=True)
+    if i < n:
+        gb[i] = 0
+    return gb, np.array(g[i], copy=True)
+
+
+def _ta_write_vjp(g, ins, out, needs, dynamic: bool):
+    gb, gv = _apply(_TA_WRITE_GRAD, g, ins[0], ins[1])
+    return gb, None, gv
+
+
+_TA_WRITE = Op("tensor_array_write", _ta_write, _ta_write_vjp)
+_TA_WRITE_GRAD = Op("tensor_array_write_grad", _ta_write_grad, num_outputs=2)
+
+
 class TensorArray:
     """A list of tensors written by index (``tf.TensorArray``), stacked at the end.
 
@@ -308,8 +344,8 @@ class TensorArray:
     ``ta = ta.write(i, x)`` works either way). Indices are ints or scalar int Tensors.
     Inside ``lk.function`` an index that depends on traced data (the counter of a loop on
     a tensor, converted by AutoGraph) switches the array to one stacked tensor whose
-    writes return a new array, as in TensorFlow; that needs a fixed ``size`` and a known
-    element shape (given, or from the first write).
+    writes return a new array, as in TensorFlow (it grows with ``dynamic_size=True``);
+    the element shape must be known (given, or from the first write).
 
     Args:
         dtype: the elements' dtype (values are cast to it).
@@ -390,11 +426,6 @@ class TensorArray:
         """All elements stacked (zeros where unwritten): the graph-mode storage."""
         if self._buf is not None:
             return self._buf
-        if self._dynamic:
-            raise TracingError(
-                "lk.TensorArray: an array with dynamic_size=True cannot be written or read "
-                "at an index that depends on traced data (inside lk.function, in a loop on "
-                "a tensor); give it a fixed size (e.g. size=n)")
         if self._element_shape is None and element is not None:
             self._element_shape = tuple(element.shape)
         if self._element_shape is None or None in self._element_shape:
@@ -425,10 +456,8 @@ class TensorArray:
             lk = self._lk
             v = self._value(value, "write")
             buf = self._buffer(v)
-            n = len(self._items)
-            mask = lk.equal(lk.range(n), lk.cast(index, "int32"))
-            mask = lk.reshape(mask, (n,) + (1,) * len(v.shape))
-            return self._with_buffer(lk.where(mask, lk.expand_dims(v, 0), buf))
+            return self._with_buffer(_apply(_TA_WRITE, buf, lk.cast(index, "int32"), v,
+                                            dynamic=self._dynamic))
         i = self._index(index, "write")
         if i >= len(self._items):
             if not self._dynamic:

@@ -216,8 +216,19 @@ def if_stmt(test, body, orelse, state: tuple, names: tuple) -> tuple:
         plan["slots"] = slots
         return flat_t, flat_f
 
+    grows: set = set()
+    out_names: list = []
+
+    def finish_grows(rt, rf):
+        ft, ff = finish(rt, rf)
+        carried = [(n, kind) for n, (kind, _) in zip(names, plan["slots"])
+                   if kind in ("tensor", "array")]
+        out_names.extend(n for n, _ in carried)
+        grows.update(j for j, (_, kind) in enumerate(carried) if kind == "array")
+        return ft, ff
+
     outs = _sub.graph_cond(pred, lambda: body(*state), lambda: orelse(*state),
-                           names=[n for n in names], where=where, finish=finish)
+                           names=out_names, where=where, finish=finish_grows, grows=grows)
     it = iter(outs)
     return tuple(next(it) if kind == "tensor" else v._with_buffer(next(it)) if kind == "array"
                  else v for kind, v in plan["slots"])
@@ -327,11 +338,12 @@ def _graph_loop(test, body, state: tuple, names: tuple, where: str, each=None) -
         return out
 
     loop_names = [names[k] for k in carried]
+    grows = {j for j, k in enumerate(carried) if k in arrays}
     if each is None:
-        outs = _sub.graph_while(c, b, init, names=loop_names, where=where)
+        outs = _sub.graph_while(c, b, init, names=loop_names, where=where, grows=grows)
     else:
         outs = _sub.graph_for_each(each, lambda item, *xs: b(*xs, item=item), init,
-                                   names=loop_names, where=where)
+                                   names=loop_names, where=where, grows=grows)
     result = dict(fixed)
     for k, v in fixed.items():
         if is_undefined(v):

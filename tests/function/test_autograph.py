@@ -432,14 +432,26 @@ def test_tensor_array_written_at_a_traced_index_in_a_graph_loop():
                     [x, np.float64([0.05, -0.1])], order=1)
 
     @lk.function
-    def grows(n):
-        ta = lk.TensorArray(lk.float32, size=0, dynamic_size=True)
+    def grows(x, n):
+        ta = lk.TensorArray(x.dtype, size=0, dynamic_size=True)
         for i in lk.range(n):
-            ta = ta.write(i, 1.0)
+            if x[i % 3] > 0:
+                ta = ta.write(i, x * lk.cast(i, x.dtype))
         return ta.stack()
 
-    with pytest.raises(TracingError, match="dynamic_size=True"):
-        grows(lk.constant(3))
+    x = np.float32([1.0, -2.0, 3.0])
+    for n in (1, 4, 6):
+        want = np.zeros((0, 3), np.float32)
+        for i in range(n):
+            if x[i % 3] > 0:
+                grown = np.zeros((i + 1, 3), np.float32)
+                grown[:len(want)] = want
+                grown[i] = x * i
+                want = grown
+        np.testing.assert_array_equal(grows(lk.constant(x), lk.constant(n)).numpy(), want)
+    assert grows.trace_count == 1
+    check_grads(lambda a: grows(a, lk.constant(5)), [np.float64([0.5, -1.0, 2.0])],
+                order=1)
 
 
 def test_converted_python_semantics_match_the_original():

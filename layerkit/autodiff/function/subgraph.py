@@ -221,14 +221,14 @@ def _trace_grad(sub: SubGraph, arrays: list):
         with tracer:
             params = [tracer.param(np.asarray(a) if not isinstance(a, np.ndarray) else a,
                                    f"in{k}") for k, a in enumerate(arrays)]
-            seeds = [tracer.param(np.ones(sub.out_shapes[k], sub.out_dtypes[k]), f"seed{k}")
-                     for k in fl]
             with GradientTape(watch_accessed_variables=False) as tape:
                 for p in params:
                     if p.dtype.kind in "fc":
                         tape.watch(p)
                 outs = sub.replay(params)
             targets = [outs[k] for k in fl]
+            seeds = [tracer.param(np.ones(tuple(t.shape), sub.out_dtypes[k]), f"seed{k}")
+                     for k, t in zip(fl, targets)]
             grads = tape.gradient(targets, params, output_gradients=seeds) if targets \
                 else [None] * len(params)
             res = []
@@ -373,23 +373,27 @@ def _assigned_vars(*subs) -> list:
     return list(out.values())
 
 
-def _check_same(what: str, name: str, a: Tensor, b: Tensor, where: str) -> None:
+def _check_same(what: str, name: str, a: Tensor, b: Tensor, where: str,
+                grows: bool = False) -> None:
     if a.dtype != b.dtype:
         raise TypeError(f"{what}: '{name}' has dtype {a.dtype.name} in one case and "
                         f"{b.dtype.name} in the other; it must keep one dtype{where}")
-    if tuple(a.shape) != tuple(b.shape):
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if (sa[1:], len(sa)) != (sb[1:], len(sb)) if grows else sa != sb:
         raise ValueError(f"{what}: '{name}' has shape {tuple(a.shape)} in one case and "
                          f"{tuple(b.shape)} in the other; it must keep one shape{where}")
 
 
 def graph_cond(pred: Tensor, true_fn, false_fn, names=None, where: str = "",
-               finish=None):
+               finish=None, grows=()):
     """Run ``true_fn()`` / ``false_fn()`` (each returning a flat list of Tensors) as one
     ``cond`` node of the graph being traced; ``pred`` is a traced scalar bool.
 
     Returns the list of output Tensors. ``names`` label the outputs in error messages;
     ``finish(rt, rf) -> (flat_t, flat_f)`` turns the branches' results into those lists
-    when they are not lists of Tensors already (it sees both before any is compiled)."""
+    when they are not lists of Tensors already (it sees both before any is compiled).
+    Outputs at the positions in ``grows`` may differ in their first dimension (the
+    storage of a growing ``TensorArray``)."""
     p = bool(np.asarray(pred._rv))
     st, _, rt = trace_sub(lambda: true_fn(), [], "cond_true", dry=not p)
     sf, _, rf = trace_sub(lambda: false_fn(), [], "cond_false", dry=p)
@@ -400,8 +404,8 @@ def graph_cond(pred: Tensor, true_fn, false_fn, names=None, where: str = "",
         raise ValueError(f"lk.cond: true_fn returned {len(rt)} values and false_fn "
                          f"{len(rf)}; both branches must return the same structure{where}")
     names = names or [f"output {k}" for k in range(len(rt))]
-    for nm, a, b in zip(names, rt, rf):
-        _check_same("lk.cond", nm, a, b, where)
+    for k, (nm, a, b) in enumerate(zip(names, rt, rf)):
+        _check_same("lk.cond", nm, a, b, where, k in grows)
     taken = rt if p else rf
     values = [_array_of(x) for x in taken]
     true, false = SubGraph(st, rt), SubGraph(sf, rf)
@@ -508,12 +512,14 @@ WHILE_STATEFUL = Op("while", _while_forward, num_outputs=-1, stateful=True,
 _WHILE_GRAD = Op("while_grad", _while_grad_forward, num_outputs=-1)
 
 
-def graph_while(cond_fn, body_fn, loop_vars: list, names=None, where: str = "") -> list:
+def graph_while(cond_fn, body_fn, loop_vars: list, names=None, where: str = "",
+                grows=()) -> list:
     """Run ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)`` as one
     ``while`` node of the graph being traced (flat lists of Tensors in and out).
 
     The predicate and the body are traced once each; the node runs as many iterations
-    as each call's data asks for. ``names`` label the loop variables in errors."""
+    as each call's data asks for. ``names`` label the loop variables in errors; those at
+    the positions in ``grows`` may change their first dimension."""
     n = len(loop_vars)
     names = names or [f"loop variable {k}" for k in range(n)]
     sc, _, pred = trace_sub(lambda *v: cond_fn(*v), loop_vars, "while_cond")
@@ -524,8 +530,8 @@ def graph_while(cond_fn, body_fn, loop_vars: list, names=None, where: str = "") 
     if len(new) != n:
         raise ValueError(f"lk.while_loop: the body returned {len(new)} loop variables, "
                          f"expected {n}{where}")
-    for nm, a, b in zip(names, loop_vars, new):
-        _check_same("lk.while_loop", nm, a, b, where)
+    for k, (nm, a, b) in enumerate(zip(names, loop_vars, new)):
+        _check_same("lk.while_loop", nm, a, b, where, k in grows)
     csub = SubGraph(sc, [pred])
     bsub = SubGraph(sb, new)
     spec = WhileSpec(csub, bsub, n)
@@ -627,7 +633,8 @@ FOR_EACH = Op("for_each", _for_each_forward, num_outputs=-1, stateful=True,
                                                      attrs["loop"].bodies.values()]))
 
 
-def graph_for_each(iterable, body_fn, loop_vars: list, names=None, where: str = "") -> list:
+def graph_for_each(iterable, body_fn, loop_vars: list, names=None, where: str = "",
+                   grows=()) -> list:
     """``for elem in iterable: loop_vars = body_fn(elem, *loop_vars)`` as one stateful
     ``for_each`` node: every call of the traced function iterates ``iterable`` afresh
     (a dataset's pipeline runs on each call) and runs the body's sub-graph per element.
@@ -658,8 +665,8 @@ def graph_for_each(iterable, body_fn, loop_vars: list, names=None, where: str = 
         if len(new) != n:
             raise ValueError(f"for loop: the body returned {len(new)} loop variables, "
                              f"expected {n}{where}")
-        for nm, a, b in zip(names, loop_vars, new):
-            _check_same("for loop over a dataset", nm, a, b, where)
+        for k, (nm, a, b) in enumerate(zip(names, loop_vars, new)):
+            _check_same("for loop over a dataset", nm, a, b, where, k in grows)
         sub = SubGraph(sb, new)
         idx = []
         for c in sub.captures:
