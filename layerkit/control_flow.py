@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from layerkit._core.context import RECORDERS
 from layerkit._core.op import Op
 from layerkit._core.op import apply as _apply
 from layerkit._core.tensor import Tensor
@@ -329,6 +330,16 @@ def _ta_write_grad(g, buf, i):
 
 
 def _ta_write_vjp(g, ins, out, needs, dynamic: bool):
+    from layerkit.autodiff.function.subgraph import active_tracer
+
+    if RECORDERS and active_tracer() is None:
+        # A tape records this gradient (a gradient of a gradient): lk ops, on real values.
+        import layerkit as lk
+
+        n = int(ins[0].shape[0])
+        rows = g[:n]
+        keep = lk.reshape(lk.not_equal(lk.range(n), ins[1]), (n,) + (1,) * (rows.ndim - 1))
+        return lk.where(keep, rows, lk.zeros_like(rows)), None, lk.gather(g, ins[1])
     gb, gv = _apply(_TA_WRITE_GRAD, g, ins[0], ins[1])
     return gb, None, gv
 
