@@ -99,6 +99,10 @@ def test_fizzbuzz_over_lk_range_with_a_traced_bound():
     assert int(fizzbuzz(lk.constant(7))) == 2
     assert out.getvalue().split() == want[:7]
     assert fizzbuzz.trace_count == 1
+    out.truncate(0)
+    out.seek(0)
+    fizzbuzz.get_concrete_function(lk.constant(4.0))   # a dry run prints nothing
+    assert out.getvalue() == ""
 
 
 def test_break_continue_and_range_of_a_traced_bound():

@@ -537,10 +537,15 @@ def graph_while(cond_fn, body_fn, loop_vars: list, names=None, where: str = "",
     spec = WhileSpec(csub, bsub, n)
     stateful = csub.stateful or bsub.stateful
     ins = list(loop_vars) + csub.captures + bsub.captures
-    # The traced run did the first iteration (if any): continue from its values.
-    if p:
+    # The traced run did the first iteration (if any): continue from its values (a dry
+    # run, get_concrete_function, stops there: its results are not used, and the rest
+    # would print).
+    outer = active_tracer()
+    if p and not getattr(outer, "dry_run", False):
         arrays = [_array_of(x) for x in new] + [_array_of(c) for c in ins[n:]]
         values = _iterate(spec, arrays)
+    elif p:
+        values = [_array_of(x) for x in new]
     else:
         values = [_array_of(x) for x in loop_vars]
     values = [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in values]
