@@ -59,6 +59,7 @@ from layerkit.runtime import (  # noqa: E402
     version,
 )
 from layerkit.control_flow import TensorArray, case, cond, switch_case, while_loop  # noqa: E402
+from layerkit import autograph  # noqa: E402
 
 from layerkit._missing import missing_attribute as _missing_attribute  # noqa: E402
 

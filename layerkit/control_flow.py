@@ -5,16 +5,16 @@ Eagerly they are Python control flow: only the chosen branch runs, a loop runs u
 predicate is false, and a tape records the ops that ran, so gradients flow through them
 (to any order). Inside ``lk.function``:
 
-* a predicate or branch index that is a Python value (or a tensor computed from
-  constants) picks the branch at trace time, as Python would;
-* a *traced* predicate or index runs every branch and selects the results with
-  ``lk.where`` (differentiable). Branches must then return the same structure with
-  broadcast-compatible shapes, and side effects of every branch (``assign``, prints)
-  happen on each call: keep such branches pure, or decide the branch outside;
-* ``while_loop`` needs a predicate whose value is known while tracing (a Python bound, a
-  loop counter that starts from a constant); a predicate on traced data raises the
-  tracer's clear error naming the line. TensorFlow's AutoGraph rewrite of Python
-  ``while`` statements is not done.
+* a predicate, branch index or loop predicate that is a Python value (or a tensor
+  computed from constants) is decided at trace time, as Python would (a loop unrolls);
+* ``cond``, ``case``, ``switch_case`` and ``while_loop`` with a *traced* predicate
+  (or branch index) become graph nodes holding sub-graphs
+  (``layerkit.autodiff.function.subgraph``): ``cond`` runs only the branch the
+  predicate picks on each call, ``while_loop`` runs as many iterations as each
+  call's data asks for (a loop whose predicate becomes traced after some unrolled
+  iterations continues as a graph loop). Both are differentiable. Branch results and
+  loop variables must keep their dtype and shape (``case`` and ``switch_case`` are
+  chains of ``cond`` nodes).
 """
 from __future__ import annotations
 
@@ -22,9 +22,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from layerkit._core.context import RECORDERS
+from layerkit._core.op import Op
+from layerkit._core.op import apply as _apply
 from layerkit._core.tensor import Tensor
+from layerkit.autodiff.function.subgraph import current_line
 from layerkit.autodiff.function.trace import TracingError
-from layerkit.keras_ops.core import _select, _traced_bool
+from layerkit.autodiff.nest import flatten, pack_like
+from layerkit.keras_ops.core import _traced_bool
 
 __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]
 
@@ -55,7 +60,36 @@ def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None
     known, p = _traced_bool(pred)
     if known:
         return true_fn() if p else false_fn()
-    return _select(p, true_fn(), false_fn())
+    return _graph_cond(p, true_fn, false_fn, current_line())
+
+
+def _graph_cond(p, true_fn: Callable, false_fn: Callable, where: str):
+    """``cond`` on a traced predicate: one graph node running the taken branch."""
+    from layerkit.autodiff.function.subgraph import graph_cond
+
+    box: dict = {}
+
+    def branch(key: str, fn: Callable):
+        def run():
+            box[key] = fn()
+            return _tensors(box[key])
+        return run
+
+    outs = graph_cond(p, branch("t", true_fn), branch("f", false_fn), where=where)
+    return _pack(box["t"], outs)
+
+
+def _tensors(structure) -> list:
+    """The leaves of a branch's (or loop's) result that become graph values."""
+    import layerkit as lk
+
+    return [x if isinstance(x, Tensor) else lk.convert_to_tensor(x)
+            for x in flatten(structure) if x is not None]
+
+
+def _pack(structure, outs: list):
+    it = iter(outs)
+    return pack_like(structure, [None if x is None else next(it) for x in flatten(structure)])
 
 
 def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False,
@@ -96,19 +130,32 @@ def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False
         if default is None:
             raise ValueError("lk.case: no predicate is true and no default was given")
         return default()
-    # Traced predicates: evaluate every branch, select from the last to the first.
+    # Traced predicates: a chain of graph conds, so that only the branch taken runs.
     if default is None:
         (_, _), last_fn = resolved[-1]
-        result, rest = last_fn(), resolved[:-1]
+        final, rest = last_fn, resolved[:-1]
     else:
-        result, rest = default(), resolved
-    for (known, p), fn in reversed(rest):
-        if known:
-            if p:
-                result = fn()
-            continue
-        result = _select(p, fn(), result)
-    return result
+        final, rest = default, resolved
+    return _chain([(p if known else _Traced(p), fn) for (known, p), fn in rest], final)
+
+
+class _Traced:
+    __slots__ = ("pred",)
+
+    def __init__(self, pred) -> None:
+        self.pred = pred
+
+
+def _chain(pairs: list, final: Callable):
+    """The first callable whose predicate holds, else ``final()``; predicates are
+    Python bools or traced ones (wrapped in ``_Traced``), decided by graph conds."""
+    for j, (p, fn) in enumerate(pairs):
+        if type(p) is _Traced:
+            rest = pairs[j + 1:]
+            return cond(p.pred, fn, lambda rest=rest: _chain(rest, final))
+        if p:
+            return fn()
+    return final()
 
 
 def switch_case(branch_index, branch_fns, default: Callable | None = None,
@@ -148,10 +195,8 @@ def switch_case(branch_index, branch_fns, default: Callable | None = None,
         import layerkit as lk
 
         idx = lk.cast(branch_index, "int64")
-        result = fallback()
-        for key in sorted(table, reverse=True):
-            result = _select(lk.equal(idx, int(key)), table[key](), result)
-        return result
+        return _chain([(_Traced(lk.equal(idx, int(k))), table[k]) for k in sorted(table)],
+                      fallback)
     return table.get(index, fallback)()
 
 
@@ -185,30 +230,133 @@ def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
     """
     packed = isinstance(loop_vars, (tuple, list))
     vars_ = list(loop_vars) if packed else loop_vars
-    limit = None if maximum_iterations is None else int(maximum_iterations)
+    limit = maximum_iterations
+    if limit is not None and not _is_traced(limit):
+        limit = int(limit)
     n = 0
-    while limit is None or n < limit:
-        if not bool(cond(*vars_) if packed else cond(vars_)):
+    while not isinstance(limit, int) or n < limit:
+        known, p = (False, None) if limit is not None and not isinstance(limit, int) \
+            else _traced_bool(cond(*vars_) if packed else cond(vars_))
+        if not known:
+            # The predicate depends on traced data: the rest of the loop is a graph loop.
+            vars_ = _graph_while(cond, body, vars_, packed, limit, n, current_line())
             break
-        new = body(*vars_) if packed else body(vars_)
-        if packed:
-            new = list(new) if isinstance(new, (tuple, list)) else [new]
-            if len(new) != len(vars_):
-                raise ValueError(f"lk.while_loop: body returned {len(new)} loop variables, "
-                                 f"expected {len(vars_)}")
-        vars_ = new
+        if not p:
+            break
+        vars_ = _step(body, vars_, packed, "")
         n += 1
     if packed:
         return type(loop_vars)(vars_) if isinstance(loop_vars, tuple) else vars_
     return vars_
 
 
+def _step(body: Callable, vars_, packed: bool, where: str):
+    """``body`` applied to the loop variables (their number checked)."""
+    new = body(*vars_) if packed else body(vars_)
+    if packed:
+        new = list(new) if isinstance(new, (tuple, list)) else [new]
+        if len(new) != len(vars_):
+            raise ValueError(f"lk.while_loop: body returned {len(new)} loop variables, "
+                             f"expected {len(vars_)}{where}")
+    return new
+
+
+def _is_traced(x) -> bool:
+    from layerkit.autodiff.function.trace import TracedTensor
+
+    return isinstance(x, TracedTensor)
+
+
+def _graph_while(cond: Callable, body: Callable, vars_, packed: bool, limit, done: int,
+                 where: str):
+    """The rest of a ``while_loop`` as one graph node (see the module docstring)."""
+    import layerkit as lk
+    from layerkit.autodiff.function.subgraph import graph_while
+
+    structure = vars_
+    flat = _tensors(structure)
+    counted = limit is not None
+    if counted:
+        flat = [lk.constant(0, "int32")] + flat
+        remaining = lk.cast(lk.convert_to_tensor(limit), "int32") - done
+
+    def unpack(xs):
+        v = _pack(structure, list(xs[1:] if counted else xs))
+        return v
+
+    def c(*xs):
+        v = unpack(xs)
+        pred = cond(*v) if packed else cond(v)
+        pred = lk.convert_to_tensor(pred)
+        if pred.dtype != np.bool_:
+            pred = lk.cast(pred, "bool")
+        if counted:
+            pred = lk.logical_and(xs[0] < remaining, pred)
+        return pred
+
+    def b(*xs):
+        out = _tensors(_step(body, unpack(xs), packed, where))
+        return ([xs[0] + 1] if counted else []) + out
+
+    names = (["iteration counter"] if counted else []) + [
+        f"loop variable {k}" for k in range(len(flat) - counted)]
+    outs = graph_while(c, b, flat, names=names, where=where)
+    return _pack(structure, outs[1:] if counted else outs)
+
+
+def _ta_write(buf, i, v, dynamic: bool):
+    i, n = int(i), buf.shape[0]
+    if i < 0:
+        raise IndexError(f"lk.TensorArray.write: index {i} is negative")
+    if i >= n:
+        if not dynamic:
+            raise IndexError(f"lk.TensorArray.write: index {i} is out of range for an "
+                             f"array of size {n} (pass dynamic_size=True to grow it)")
+        grown = np.zeros((i + 1,) + buf.shape[1:], buf.dtype)
+        grown[:n] = buf
+        buf = grown
+    else:
+        buf = buf.copy()
+    buf[i] = v
+    return buf
+
+
+def _ta_write_grad(g, buf, i):
+    i, n = int(i), buf.shape[0]
+    gb = np.array(g[:n], copy=True)
+    if i < n:
+        gb[i] = 0
+    return gb, np.array(g[i], copy=True)
+
+
+def _ta_write_vjp(g, ins, out, needs, dynamic: bool):
+    from layerkit.autodiff.function.subgraph import active_tracer
+
+    if RECORDERS and active_tracer() is None:
+        # A tape records this gradient (a gradient of a gradient): lk ops, on real values.
+        import layerkit as lk
+
+        n = int(ins[0].shape[0])
+        rows = g[:n]
+        keep = lk.reshape(lk.not_equal(lk.range(n), ins[1]), (n,) + (1,) * (rows.ndim - 1))
+        return lk.where(keep, rows, lk.zeros_like(rows)), None, lk.gather(g, ins[1])
+    gb, gv = _apply(_TA_WRITE_GRAD, g, ins[0], ins[1])
+    return gb, None, gv
+
+
+_TA_WRITE = Op("tensor_array_write", _ta_write, _ta_write_vjp)
+_TA_WRITE_GRAD = Op("tensor_array_write_grad", _ta_write_grad, num_outputs=2)
+
+
 class TensorArray:
     """A list of tensors written by index (``tf.TensorArray``), stacked at the end.
 
     ``write`` returns the array itself (TensorFlow returns a new handle; code written as
-    ``ta = ta.write(i, x)`` works either way). Indices are ints or scalar int Tensors;
-    inside ``lk.function`` they must be known while tracing (a Python loop index).
+    ``ta = ta.write(i, x)`` works either way). Indices are ints or scalar int Tensors.
+    Inside ``lk.function`` an index that depends on traced data (the counter of a loop on
+    a tensor, converted by AutoGraph) switches the array to one stacked tensor whose
+    writes return a new array, as in TensorFlow (it grows with ``dynamic_size=True``);
+    the element shape must be known (given, or from the first write).
 
     Args:
         dtype: the elements' dtype (values are cast to it).
@@ -240,6 +388,7 @@ class TensorArray:
         if n < 0:
             raise ValueError(f"lk.TensorArray: size must be >= 0; received {n}")
         self._items: list = [None] * n
+        self._buf: Tensor | None = None   # graph mode: the elements stacked (see below)
         self._element_shape = None if element_shape is None else tuple(
             None if d is None else int(d) for d in element_shape)
 
@@ -277,8 +426,49 @@ class TensorArray:
                              f"the array's {self._element_shape}")
         return t
 
+    # ---- graph mode ------------------------------------------------------------------------
+    # Written at a traced index (in a loop on traced data, see layerkit.autograph), the
+    # elements live in one stacked tensor and writes return a new array (TensorFlow's
+    # functional semantics), so the array can be a loop variable or a branch result.
+    def _is_traced(self, index) -> bool:
+        return _is_traced(index) or self._buf is not None
+
+    def _buffer(self, element=None) -> Tensor:
+        """All elements stacked (zeros where unwritten): the graph-mode storage."""
+        if self._buf is not None:
+            return self._buf
+        if self._element_shape is None and element is not None:
+            self._element_shape = tuple(element.shape)
+        if self._element_shape is None or None in self._element_shape:
+            raise TracingError("lk.TensorArray: the element shape must be known to write at "
+                               "a traced index (pass element_shape=...)")
+        lk = self._lk
+        rows = [self._get(i, "write") for i in range(len(self._items))]
+        if not rows:
+            return lk.zeros((0,) + self._element_shape, self._dtype.name)
+        return lk.stack(rows, 0)
+
+    def _with_buffer(self, buf: Tensor) -> TensorArray:
+        ta = TensorArray.__new__(TensorArray)
+        ta._lk, ta._dtype, ta._dynamic = self._lk, self._dtype, self._dynamic
+        ta._element_shape = tuple(buf.shape[1:])
+        ta._items = [None] * int(buf.shape[0])
+        ta._buf = buf
+        return ta
+
+    def _materialize(self) -> None:
+        if self._buf is not None:
+            buf, self._buf = self._buf, None
+            self._items = [buf[k] for k in range(len(self._items))]
+
     def write(self, index, value, name=None) -> TensorArray:
         """Store ``value`` at ``index`` and return the array."""
+        if self._is_traced(index):
+            lk = self._lk
+            v = self._value(value, "write")
+            buf = self._buffer(v)
+            return self._with_buffer(_apply(_TA_WRITE, buf, lk.cast(index, "int32"), v,
+                                            dynamic=self._dynamic))
         i = self._index(index, "write")
         if i >= len(self._items):
             if not self._dynamic:
@@ -292,6 +482,8 @@ class TensorArray:
     def read(self, index, name=None) -> Tensor:
         """The element at ``index`` (zeros if it was never written and its shape is
         known)."""
+        if self._is_traced(index):
+            return self._lk.gather(self._buffer(), self._lk.cast(index, "int32"))
         i = self._index(index, "read")
         if i >= len(self._items):
             raise IndexError(f"lk.TensorArray.read: index {i} is out of range for an array "
@@ -309,6 +501,8 @@ class TensorArray:
 
     def stack(self, name=None) -> Tensor:
         """All elements stacked along a new first axis."""
+        if self._buf is not None:
+            return self._buf
         if not self._items:
             shape = (0,) + tuple(d or 0 for d in (self._element_shape or ()))
             return self._lk.zeros(shape, self._dtype.name)
@@ -316,15 +510,18 @@ class TensorArray:
 
     def gather(self, indices, name=None) -> Tensor:
         """The elements at ``indices`` stacked along a new first axis."""
+        self._materialize()
         idx = [self._index(i, "gather") for i in np.asarray(indices).ravel().tolist()]
         return self._lk.stack([self.read(i) for i in idx], 0)
 
     def concat(self, name=None) -> Tensor:
         """All elements concatenated along their first axis."""
+        self._materialize()
         return self._lk.concat([self._get(i, "concat") for i in range(len(self._items))], 0)
 
     def unstack(self, value, name=None) -> TensorArray:
         """Write the slices ``value[0], value[1], ...`` as the elements."""
+        self._materialize()
         t = self._lk.convert_to_tensor(value)
         n = t.shape[0]
         if not self._dynamic and self._items and n > len(self._items):
@@ -335,6 +532,7 @@ class TensorArray:
 
     def scatter(self, indices, value, name=None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]``."""
+        self._materialize()
         t = self._lk.convert_to_tensor(value)
         for k, i in enumerate(np.asarray(indices).ravel().tolist()):
             self.write(i, t[k])
@@ -342,6 +540,7 @@ class TensorArray:
 
     def split(self, value, lengths, name=None) -> TensorArray:
         """Write consecutive pieces of ``value`` (along its first axis) of ``lengths``."""
+        self._materialize()
         t = self._lk.convert_to_tensor(value)
         start, items = 0, []
         for n in [int(x) for x in np.asarray(lengths).ravel()]:

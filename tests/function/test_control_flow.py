@@ -5,7 +5,6 @@ import pytest
 
 import layerkit as lk
 from layerkit.autodiff.check import check_grads
-from layerkit.autodiff.function.trace import TracingError
 
 
 def test_cond_runs_only_the_chosen_branch_eagerly():
@@ -78,19 +77,56 @@ def test_while_loop_structure_maximum_iterations_and_gradient():
                                         [0, x])[1], [np.float64([1.5, -0.5])], order=2)
 
 
-def test_while_loop_on_a_traced_predicate_is_a_clear_error_and_python_bounds_trace():
+def test_while_loop_on_a_traced_predicate_is_a_graph_loop_and_python_bounds_trace():
     @lk.function
     def counted(x):
         return lk.while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y + x), [0, x])[1]
 
     np.testing.assert_allclose(counted(lk.constant([1.0, 2.0])).numpy(), [4.0, 8.0])
+    kinds = {n.op.name for n in counted.get_concrete_function(lk.constant([1.0, 2.0]))
+             .graph.nodes if n.kind == "op"}
+    assert "while" not in kinds   # a Python bound unrolls
 
     @lk.function
     def data_dependent(x):
         return lk.while_loop(lambda y: lk.reduce_sum(y) < 10.0, lambda y: y * 2.0, [x])
 
-    with pytest.raises(TracingError):
-        data_dependent(lk.constant([1.0]))
+    for v in ([1.0], [3.0], [20.0], [0.25]):
+        y = np.float32(v)
+        while y.sum() < 10.0:
+            y = y * 2
+        np.testing.assert_allclose(data_dependent(lk.constant(v))[0].numpy(), y)
+    assert data_dependent.trace_count == 1
+
+    @lk.function
+    def capped(x, n):
+        return lk.while_loop(lambda y: y < 100.0, lambda y: y + 1.0, [x],
+                             maximum_iterations=n)
+
+    assert float(capped(lk.constant(1.0), lk.constant(5))[0]) == 6.0
+    assert float(capped(lk.constant(98.0), lk.constant(5))[0]) == 100.0
+    assert capped.trace_count == 1
+
+
+def test_while_loop_on_traced_data_gradient_matches_finite_differences():
+    f = lk.function(lambda x: lk.while_loop(
+        lambda k, y: lk.reduce_sum(lk.abs(y)) < 20.0,
+        lambda k, y: (k + 1, y * x + 0.5), [lk.constant(0), x])[1])
+    for v in ([1.5, -0.5], [0.9, 2.0]):
+        check_grads(f, [np.float64(v)], order=2)
+
+
+def test_cond_on_traced_data_runs_one_branch_with_its_effects():
+    v = lk.Variable(0.0)
+
+    @lk.function
+    def f(x):
+        return lk.cond(x > 0, lambda: v.assign_add(1.0).read_value() * 0.0 + x,
+                       lambda: v.assign_sub(10.0).read_value() * 0.0 - x)
+
+    assert float(f(lk.constant(2.0))) == 2.0 and float(v.numpy()) == 1.0
+    assert float(f(lk.constant(-3.0))) == 3.0 and float(v.numpy()) == -9.0
+    assert f.trace_count == 1
 
 
 def test_tensor_array_write_read_stack_and_errors():
@@ -127,3 +163,25 @@ def test_tensor_array_in_a_traced_loop_and_under_a_tape():
         ta = ta.write(0, x * x).write(1, x * 3.0)
         y = lk.reduce_sum(ta.stack())
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), [2 * 1 + 3, 2 * 2 + 3])
+
+
+def test_case_and_switch_case_on_traced_values_run_only_the_taken_branch():
+    v = lk.Variable(0.0)
+
+    def bump(k):
+        return lambda: v.assign_add(float(k)).read_value() * 0.0 + float(k)
+
+    @lk.function
+    def pick(i):
+        return lk.switch_case(i, [bump(1), bump(10), bump(100)])
+
+    @lk.function
+    def first(x):
+        return lk.case([(x < 0.0, bump(1)), (x < 5.0, bump(10))], default=bump(100))
+
+    assert float(pick(lk.constant(1))) == 10.0 and float(v.numpy()) == 10.0
+    assert float(pick(lk.constant(7))) == 100.0 and float(v.numpy()) == 110.0  # last
+    assert float(first(lk.constant(-1.0))) == 1.0 and float(v.numpy()) == 111.0
+    assert float(first(lk.constant(3.0))) == 10.0 and float(v.numpy()) == 121.0
+    assert float(first(lk.constant(9.0))) == 100.0 and float(v.numpy()) == 221.0
+    assert pick.trace_count == 1 and first.trace_count == 1

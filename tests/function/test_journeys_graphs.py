@@ -88,15 +88,18 @@ def test_retracing_rules_and_input_signature():
         h(lk.ones((5, 3), dtype="int32"))
 
 
-def test_branching_on_a_traced_tensor_names_the_line():
-    @lk.function
+def test_branching_on_a_traced_tensor_converts_or_names_the_line():
     def g(x):
         if lk.reduce_sum(x) > 0:
             return x
         return -x
 
+    converted = lk.function(g)   # AutoGraph: the `if` becomes a graph cond
+    assert float(converted(lk.constant([1.]))[0]) == 1.0
+    assert float(converted(lk.constant([-2.]))[0]) == 2.0
+    assert converted.trace_count == 1
     with pytest.raises(TypeError, match=r"test_journeys_graphs.py:\d+.*reduce_sum"):
-        g(lk.constant([1.]))
+        lk.function(g, autograph=False)(lk.constant([1.]))
 
 
 def test_variables_made_on_first_call_only_and_read_live():

@@ -158,10 +158,13 @@ class ConcreteFunction:
 class Function:
     """A Python function traced into graphs (see :func:`function`)."""
 
-    def __init__(self, fn, input_signature=None, jit: bool = True, name: str | None = None):
+    def __init__(self, fn, input_signature=None, jit: bool = True, name: str | None = None,
+                 autograph: bool = True):
         if not callable(fn):
             raise TypeError(f"lk.function expects a callable, received {type(fn).__name__}")
         self._python_fn = fn
+        self._autograph = bool(autograph)
+        self._converted = None
         self._name = name or getattr(fn, "__name__", type(fn).__name__)
         self._jit = bool(jit)
         if input_signature is not None:
@@ -189,6 +192,19 @@ class Function:
     @property
     def input_signature(self):
         return self._sig
+
+    def _traced_fn(self):
+        """The function that tracing runs: the AutoGraph-converted Python function
+        (``layerkit.autograph``), or the function itself with ``autograph=False``."""
+        conv = self._converted
+        if conv is None:
+            conv = self._python_fn
+            if self._autograph:
+                from layerkit.autograph.transformer import convert_callable
+
+                conv = convert_callable(conv)
+            self._converted = conv
+        return conv
 
     # ---- calling ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -237,7 +253,9 @@ class Function:
     def _call_recorded(self, args, kwargs):
         # Inside another function's trace: inline (the outer trace records the ops);
         # lk.config.run_functions_eagerly(True): run the Python function (TF's debug mode).
-        if context.FUNCTIONS_EAGERLY[0] or _trace.tracing():
+        if _trace.tracing():
+            return self._traced_fn()(*args, **kwargs)
+        if context.FUNCTIONS_EAGERLY[0]:
             return self._python_fn(*args, **kwargs)
         # Under a GradientTape. A first call traces on the caller's own tensors, so the
         # tape records that eager run; later calls of a pure graph are one tape node
@@ -263,12 +281,12 @@ class Function:
             ref = weakref.ref(instance, lambda _, k=key: self._bound.pop(k, None))
         except TypeError:
             ref = lambda inst=instance: inst  # noqa: E731 - not weak-referenceable
-        fn = self._python_fn
+        fn, traced = self._python_fn, self._traced_fn
 
         def method(*args, **kwargs):
-            return fn(ref(), *args, **kwargs)
+            return (traced() if _trace.tracing() else fn)(ref(), *args, **kwargs)
 
-        bound = Function(method, self._sig, self._jit, self._name)
+        bound = Function(method, self._sig, self._jit, self._name, autograph=False)
         bound._names = self._names[1:]
         self._bound[key] = (ref, bound)
         return _BoundFunction(bound, instance)
@@ -329,7 +347,7 @@ class Function:
                 if own:
                     _link_repeated(tracer, owned, leaves)
                 targs, tkwargs = rebuild(args, kwargs, leaves)
-                result = self._python_fn(*targs, **tkwargs)
+                result = self._traced_fn()(*targs, **tkwargs)
                 self._record_outputs(tracer, result)
             rng_changed = rng0 is not None and _rng_state() != rng0
             if rollback:
@@ -439,7 +457,7 @@ def _specs_to_arrays(x):
     return x
 
 
-def function(f=None, input_signature=None, jit: bool = True):
+def function(f=None, input_signature=None, jit: bool = True, autograph: bool = True):
     """Compile a Python function into a graph, traced once per input signature.
 
     The first call with a new signature (tensor shapes and dtypes, values of Python
@@ -447,8 +465,10 @@ def function(f=None, input_signature=None, jit: bool = True):
     results; later calls run the recorded graph on the new arrays, with constant
     folding, common-subexpression and dead-node removal, and fused elementwise regions.
     Variables read or assigned inside are live: an ``assign`` between calls is seen,
-    and assignments inside run on every call, in order. Python control flow runs once,
-    while tracing; branching on a traced tensor raises an error naming the line.
+    and assignments inside run on every call, in order. Python control flow on Python
+    values runs once, while tracing; ``if``/``while``/``for`` statements on traced tensors
+    become graph control flow (AutoGraph, ``autograph=True``); with ``autograph=False``
+    branching on a traced tensor raises an error naming the line.
     Called under a :class:`~layerkit.GradientTape`, gradients flow to the arguments and
     to the Variables read inside: a graph without assignments or stateful ops is one
     tape node whose gradient is a compiled backward graph (higher orders replay it with
@@ -475,6 +495,9 @@ def function(f=None, input_signature=None, jit: bool = True):
             the spec dtypes and their shapes checked. ``None`` dimensions accept any
             size; each new concrete size is traced once (shapes are static in a graph).
         jit: fuse elementwise regions (True) or run the graph op by op (False).
+        autograph: convert Python ``if``/``while``/``for`` statements on tensors into
+            graph control flow (``lk.cond``/``lk.while_loop``; see
+            :mod:`layerkit.autograph`); False traces the function as written.
 
     Returns:
         A :class:`Function` with ``trace_count`` and :meth:`Function.get_concrete_function`.
@@ -490,5 +513,5 @@ def function(f=None, input_signature=None, jit: bool = True):
         1
     """
     if f is None:
-        return lambda fn: Function(fn, input_signature, jit)
-    return Function(f, input_signature, jit)
+        return lambda fn: Function(fn, input_signature, jit, autograph=autograph)
+    return Function(f, input_signature, jit, autograph=autograph)

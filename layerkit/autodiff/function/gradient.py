@@ -266,18 +266,8 @@ class Backward:
         ins, variables = node_ins[:n], node_ins[n:]
         with GradientTape(watch_accessed_variables=False) as tape:
             tape.watch([x for x in node_ins if x.dtype.kind in "fc"])
-            t = dict(zip(g.params, ins))
-            for node in self.ops_nodes:
-                if node.kind == "read":
-                    t[node.outs[0]] = variables[self._var_index[id(node.var)]]
-                    continue
-                args = [t[i] if i in t else _const(g.values[i]) for i in node.ins]
-                res = apply(node.op, *args, **node.attrs)
-                if len(node.outs) == 1 and node.op.num_outputs == 1:
-                    t[node.outs[0]] = res
-                else:
-                    for o, r in zip(node.outs, res):
-                        t[o] = r
+            t = replay(g, self.ops_nodes, dict(zip(g.params, ins)),
+                       lambda node: variables[self._var_index[id(node.var)]])
             targets = [t[self.out_vids[k]] if self.out_vids[k] in t
                        else _const(g.values[self.out_vids[k]]) for k in self.seed_outs]
         seeds = [gs[k] if gs[k] is not None else None for k in self.seed_outs]
@@ -286,6 +276,24 @@ class Backward:
             return [None] * len(node_ins)
         return list(tape.gradient([p[0] for p in pairs], list(node_ins),
                                   output_gradients=[p[1] for p in pairs]))
+
+
+def replay(graph, nodes, t: dict, read) -> dict:
+    """Run ``nodes`` of ``graph`` with lk ops, so that active tapes record them: ``t``
+    maps value ids to Tensors (the parameters), ``read(node)`` gives the Tensor or
+    Variable a read node stands for. Returns ``t`` with every computed value."""
+    for node in nodes:
+        if node.kind == "read":
+            t[node.outs[0]] = read(node)
+            continue
+        args = [t[i] if i in t else _const(graph.values[i]) for i in node.ins]
+        res = apply(node.op, *args, **node.attrs)
+        if len(node.outs) == 1 and node.op.num_outputs == 1:
+            t[node.outs[0]] = res
+        else:
+            for o, r in zip(node.outs, res):
+                t[o] = r
+    return t
 
 
 def _array(t: Tensor) -> np.ndarray:

@@ -127,6 +127,29 @@ class TracedTensor(Tensor):
     __str__ = __repr__
 
 
+class EscapedTensor(TracedTensor):
+    """A value of a traced branch or loop body (``lk.cond``/``lk.while_loop`` on traced
+    data) that was kept outside it, e.g. in a Python list: the enclosing graph cannot
+    use it (it exists only inside that sub-graph's runs)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<Tensor of a traced branch or loop body shape={self.shape}>"
+
+    __str__ = __repr__
+
+
+def _escaped_error() -> TracingError:
+    loc = where(user_frame(sys._getframe(2)))
+    return TracingError(
+        f"lk.function: a tensor computed inside a branch or loop body that depends on "
+        f"traced data (lk.cond / lk.while_loop, or an if/while/for statement on a tensor) "
+        f"is used outside it, at {loc}. Values leave a branch or loop only as its results "
+        f"(the variables it assigns): assign the value to a variable inside it instead of "
+        f"keeping it in a Python list or attribute.")
+
+
 # ---- the recorder ------------------------------------------------------------------------------
 class Tracer:
     """Recorder that builds a :class:`Graph` while the function runs eagerly."""
@@ -214,6 +237,8 @@ class Tracer:
         if isinstance(t, Variable):
             return self._read(t)
         if isinstance(t, Tensor):
+            if type(t) is EscapedTensor:
+                raise _escaped_error()
             return self.const(t._rv)
         from layerkit._core.convert import to_array
 
