@@ -23,12 +23,13 @@ from collections.abc import Callable
 import numpy as np
 
 from layerkit._core.context import RECORDERS
+from layerkit._core.nest import flatten
+from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import Op
 from layerkit._core.op import apply as _apply
 from layerkit._core.tensor import Tensor
 from layerkit.autodiff.function.subgraph import current_line
 from layerkit.autodiff.function.trace import TracingError
-from layerkit.autodiff.nest import flatten, pack_like
 from layerkit.keras_ops.core import _traced_bool
 
 __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]

@@ -591,7 +591,7 @@ class ForEachSpec:
 
 
 def _leaf_arrays(elem) -> list:
-    from layerkit.autodiff.nest import flatten
+    from layerkit._core.nest import flatten
 
     return [x._v if isinstance(x, Tensor) else np.asarray(x) for x in flatten(elem)]
 
@@ -646,7 +646,8 @@ def graph_for_each(iterable, body_fn, loop_vars: list, names=None, where: str = 
 
     The tracing call traces the body on the first element of each shape signature (that
     run is the iteration of that element) and runs the compiled body for the others."""
-    from layerkit.autodiff.nest import flatten, pack_like
+    from layerkit._core.nest import flatten
+    from layerkit._core.nest import pack_sequence_as as pack_like
 
     n = len(loop_vars)
     names = names or [f"loop variable {k}" for k in range(n)]
