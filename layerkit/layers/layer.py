@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from layerkit import constraints, initializers, regularizers
+from layerkit._core import context as _context
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
@@ -193,6 +194,18 @@ def _wrap_build(fn):
             d.setdefault("_build_shape", args[0] if args else None)
     return build
 
+
+
+def _call_of(layer):
+    """``layer.call``, converted by AutoGraph while an ``lk.function`` graph is traced (as
+    TensorFlow converts a layer's ``call``): a Python ``if``/``while``/``for`` on traced
+    tensors in a user layer becomes graph control flow. Library layers are not converted
+    (``convert_callable`` returns them as they are)."""
+    if _context.RECORDERS and _context.tracing():
+        from layerkit.autograph.transformer import convert_callable
+
+        return convert_callable(layer.call)
+    return layer.call
 
 class Layer(Tracked):
     """Base class of all layers (and of ``lk.Model``).
@@ -567,7 +580,7 @@ class Layer(Tracked):
             if _MASKS[0] or "mask" in kwargs:
                 outputs = self._call_with_masks(args, kwargs)
             else:
-                outputs = self.call(*args, **kwargs)
+                outputs = _call_of(self)(*args, **kwargs)
         except ValueError as e:
             if getattr(e, "_lk_layer", False):
                 raise
@@ -596,7 +609,7 @@ class Layer(Tracked):
         names, takes_mask, per_arg, passive = _mask_info(type(self))
         if passive and len(args) == 1 and "mask" not in kwargs and isinstance(args[0], Tensor) \
                 and getattr(args[0], "_keras_mask", None) is None:
-            return self.call(*args, **kwargs)  # nothing to read, nothing to attach
+            return _call_of(self)(*args, **kwargs)  # nothing to read, nothing to attach
         bound = dict(zip(names, args))
         bound.update(kwargs)
         tensors = [k for k, v in bound.items() if k != "mask" and _has_tensor(v)]
@@ -610,7 +623,7 @@ class Layer(Tracked):
         previous = kwargs.get("mask")
         if previous is None:
             previous = _masks_of(first)
-        outputs = self.call(*args, **kwargs)
+        outputs = _call_of(self)(*args, **kwargs)
         if self.supports_masking:
             flat = _sym.flatten(outputs)
             if not all(get_keras_mask(t) is not None for t in flat):
