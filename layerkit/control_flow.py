@@ -19,10 +19,12 @@ predicate is false, and a tape records the ops that ran, so gradients flow throu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.autodiff.function.trace import TracingError
 from layerkit.keras_ops.core import _select, _traced_bool
 
@@ -30,7 +32,7 @@ __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]
 
 
 def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None,
-         name: str | None = None):
+         name: str | None = None) -> Any:
     """``true_fn()`` if ``pred`` is true, else ``false_fn()`` (``tf.cond``).
 
     Args:
@@ -157,7 +159,7 @@ def switch_case(branch_index, branch_fns, default: Callable | None = None,
 
 def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
                parallel_iterations: int = 10, back_prop: bool = True,
-               swap_memory: bool = False, maximum_iterations=None, name: str | None = None):
+               swap_memory: bool = False, maximum_iterations=None, name: str | None = None) -> Any:
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` (``tf.while_loop``).
 
     A list or tuple of loop variables is passed positionally (nested structures inside
@@ -227,10 +229,10 @@ class TensorArray:
         ([[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], 3)
     """
 
-    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
+    def __init__(self, dtype: DTypeLike, size: Any = None, dynamic_size=None, clear_after_read=None,
                  tensor_array_name=None, handle=None, flow=None, infer_shape: bool = True,
                  element_shape=None, colocate_with_first_write_call: bool = True,
-                 name=None) -> None:
+                 name: str | None = None) -> None:
         import layerkit as lk
 
         self._lk = lk
@@ -277,7 +279,7 @@ class TensorArray:
                              f"the array's {self._element_shape}")
         return t
 
-    def write(self, index, value, name=None) -> TensorArray:
+    def write(self, index, value: Any, name: str | None = None) -> TensorArray:
         """Store ``value`` at ``index`` and return the array."""
         i = self._index(index, "write")
         if i >= len(self._items):
@@ -289,7 +291,7 @@ class TensorArray:
         self._items[i] = self._value(value, "write")
         return self
 
-    def read(self, index, name=None) -> Tensor:
+    def read(self, index, name: str | None = None) -> Tensor:
         """The element at ``index`` (zeros if it was never written and its shape is
         known)."""
         i = self._index(index, "read")
@@ -307,23 +309,23 @@ class TensorArray:
                              f"element shape is unknown")
         return self._lk.zeros(self._element_shape, self._dtype.name)
 
-    def stack(self, name=None) -> Tensor:
+    def stack(self, name: str | None = None) -> Tensor:
         """All elements stacked along a new first axis."""
         if not self._items:
             shape = (0,) + tuple(d or 0 for d in (self._element_shape or ()))
             return self._lk.zeros(shape, self._dtype.name)
         return self._lk.stack([self._get(i, "stack") for i in range(len(self._items))], 0)
 
-    def gather(self, indices, name=None) -> Tensor:
+    def gather(self, indices: TensorLike, name: str | None = None) -> Tensor:
         """The elements at ``indices`` stacked along a new first axis."""
         idx = [self._index(i, "gather") for i in np.asarray(indices).ravel().tolist()]
         return self._lk.stack([self.read(i) for i in idx], 0)
 
-    def concat(self, name=None) -> Tensor:
+    def concat(self, name: str | None = None) -> Tensor:
         """All elements concatenated along their first axis."""
         return self._lk.concat([self._get(i, "concat") for i in range(len(self._items))], 0)
 
-    def unstack(self, value, name=None) -> TensorArray:
+    def unstack(self, value: Any, name: str | None = None) -> TensorArray:
         """Write the slices ``value[0], value[1], ...`` as the elements."""
         t = self._lk.convert_to_tensor(value)
         n = t.shape[0]
@@ -333,14 +335,14 @@ class TensorArray:
         self._items = [self._value(t[i], "unstack") for i in range(n)] + self._items[n:]
         return self
 
-    def scatter(self, indices, value, name=None) -> TensorArray:
+    def scatter(self, indices: TensorLike, value: Any, name: str | None = None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]``."""
         t = self._lk.convert_to_tensor(value)
         for k, i in enumerate(np.asarray(indices).ravel().tolist()):
             self.write(i, t[k])
         return self
 
-    def split(self, value, lengths, name=None) -> TensorArray:
+    def split(self, value: Any, lengths, name: str | None = None) -> TensorArray:
         """Write consecutive pieces of ``value`` (along its first axis) of ``lengths``."""
         t = self._lk.convert_to_tensor(value)
         start, items = 0, []
@@ -350,14 +352,14 @@ class TensorArray:
         self._items = items
         return self
 
-    def size(self, name=None) -> Tensor:
+    def size(self, name: str | None = None) -> Tensor:
         """The number of elements (an int32 Tensor)."""
         return self._lk.constant(len(self._items), "int32")
 
     def identity(self) -> TensorArray:
         return self
 
-    def close(self, name=None) -> None:
+    def close(self, name: str | None = None) -> None:
         self._items = []
 
     def __repr__(self) -> str:

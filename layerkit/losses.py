@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
@@ -62,7 +64,7 @@ def _tensor(x) -> Tensor:
     return wrap(a)
 
 
-def _float_pair(y_true, y_pred):
+def _float_pair(y_true: TensorLike, y_pred: TensorLike) -> tuple[Tensor, Tensor]:
     """y_pred as a float Tensor and y_true cast to its dtype."""
     y_pred = _tensor(y_pred)
     if y_pred.dtype.kind != "f":
@@ -73,7 +75,7 @@ def _float_pair(y_true, y_pred):
     return y_true, y_pred
 
 
-def _same_rank(x1: Tensor, x2: Tensor):
+def _same_rank(x1: Tensor, x2: Tensor) -> tuple[Tensor, Tensor]:
     """Keras's squeeze_or_expand_to_same_rank on Tensors (a trailing size-1 axis)."""
     r1, r2 = x1.ndim, x2.ndim
     if r1 == r2 + 1 and x1.shape[-1] == 1:
@@ -89,7 +91,7 @@ def _same_rank(x1: Tensor, x2: Tensor):
     return x1, x2
 
 
-def _matched(name: str, y_true, y_pred):
+def _matched(name: str, y_true: TensorLike, y_pred: TensorLike) -> tuple[Tensor, Tensor]:
     """Float pair with equal shapes, or a ValueError naming the loss and both shapes."""
     y_true, y_pred = _float_pair(y_true, y_pred)
     if y_true.shape != y_pred.shape:
@@ -111,19 +113,19 @@ def _clip_probs(p: Tensor) -> Tensor:
 
 
 # ---- loss functions: per-sample values -----------------------------------------------------
-def mean_squared_error(y_true, y_pred) -> Tensor:
+def mean_squared_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(square(y_true - y_pred), axis=-1)``."""
     y_true, y_pred = _matched("mean_squared_error", y_true, y_pred)
     return _mean_last(_ew.square(_ew.subtract(y_pred, y_true)))
 
 
-def mean_absolute_error(y_true, y_pred) -> Tensor:
+def mean_absolute_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(abs(y_true - y_pred), axis=-1)``."""
     y_true, y_pred = _matched("mean_absolute_error", y_true, y_pred)
     return _mean_last(_ew.abs(_ew.subtract(y_pred, y_true)))
 
 
-def mean_absolute_percentage_error(y_true, y_pred) -> Tensor:
+def mean_absolute_percentage_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``100 * mean(abs((y_true - y_pred) / max(abs(y_true), epsilon)), axis=-1)``."""
     y_true, y_pred = _matched("mean_absolute_percentage_error", y_true, y_pred)
     denom = _ew.maximum(_ew.abs(y_true), EPSILON)
@@ -131,7 +133,7 @@ def mean_absolute_percentage_error(y_true, y_pred) -> Tensor:
                                                              denom))))
 
 
-def mean_squared_logarithmic_error(y_true, y_pred) -> Tensor:
+def mean_squared_logarithmic_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(square(log(max(y_pred, eps) + 1) - log(max(y_true, eps) + 1)), axis=-1)``."""
     y_true, y_pred = _matched("mean_squared_logarithmic_error", y_true, y_pred)
     a = _ew.log(_ew.add(_ew.maximum(y_pred, EPSILON), 1.0))
@@ -139,7 +141,7 @@ def mean_squared_logarithmic_error(y_true, y_pred) -> Tensor:
     return _mean_last(_ew.square(_ew.subtract(a, b)))
 
 
-def huber(y_true, y_pred, delta: float = 1.0) -> Tensor:
+def huber(y_true: TensorLike, y_pred: TensorLike, delta: float = 1.0) -> Tensor:
     """Quadratic for ``|error| <= delta``, linear beyond; averaged over the last axis."""
     y_true, y_pred = _matched("huber", y_true, y_pred)
     abs_err = _ew.abs(_ew.subtract(y_pred, y_true))
@@ -150,7 +152,7 @@ def huber(y_true, y_pred, delta: float = 1.0) -> Tensor:
     return _mean_last(per)
 
 
-def log_cosh(y_true, y_pred) -> Tensor:
+def log_cosh(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(log(cosh(y_pred - y_true)), axis=-1)`` in the overflow-free form."""
     y_true, y_pred = _matched("log_cosh", y_true, y_pred)
     x = _ew.subtract(y_pred, y_true)
@@ -159,7 +161,7 @@ def log_cosh(y_true, y_pred) -> Tensor:
     return _mean_last(val)
 
 
-def binary_crossentropy(y_true, y_pred, from_logits: bool = False,
+def binary_crossentropy(y_true: TensorLike, y_pred: TensorLike, from_logits: bool = False,
                         label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
     """Elementwise binary cross-entropy averaged over ``axis``.
 
@@ -182,7 +184,7 @@ def binary_crossentropy(y_true, y_pred, from_logits: bool = False,
     return _reduce.reduce_mean(per, axis=axis) if per.ndim else per
 
 
-def categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
+def categorical_crossentropy(y_true: TensorLike, y_pred: TensorLike, from_logits: bool = False,
                              label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
     """Cross-entropy between one-hot (or soft) labels and predictions along ``axis``.
 
@@ -248,8 +250,9 @@ _SPARSE_LABELS = Op("sparse_labels", _sparse_labels_fwd, num_outputs=2)
 _ONE_HOT = Op("one_hot_labels", _one_hot_fwd)
 
 
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
-                                    ignore_class: int | None = None, axis: int = -1) -> Tensor:
+def sparse_categorical_crossentropy(y_true: TensorLike, y_pred: TensorLike,
+                                    from_logits: bool = False, ignore_class: int | None = None,
+                                    axis: int = -1) -> Tensor:
     """Cross-entropy between integer labels and predictions over classes (last axis).
 
     Args:
@@ -300,7 +303,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
     return per
 
 
-def kl_divergence(y_true, y_pred) -> Tensor:
+def kl_divergence(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``sum(y_true * log(y_true / y_pred), axis=-1)`` with both clipped to ``[eps, 1]``."""
     y_true, y_pred = _matched("kl_divergence", y_true, y_pred)
     t = _ew.clip_by_value(y_true, EPSILON, 1.0)
@@ -315,27 +318,27 @@ def _signed(y_true: Tensor) -> Tensor:
     return _ew.where(binary, _ew.subtract(_ew.multiply(2.0, y_true), 1.0), y_true)
 
 
-def hinge(y_true, y_pred) -> Tensor:
+def hinge(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(max(1 - y_true * y_pred, 0), axis=-1)`` (labels -1/1; 0/1 are converted)."""
     y_true, y_pred = _matched("hinge", y_true, y_pred)
     return _mean_last(_ew.maximum(_ew.subtract(1.0, _ew.multiply(_signed(y_true), y_pred)), 0.0))
 
 
-def squared_hinge(y_true, y_pred) -> Tensor:
+def squared_hinge(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(square(max(1 - y_true * y_pred, 0)), axis=-1)``."""
     y_true, y_pred = _matched("squared_hinge", y_true, y_pred)
     h = _ew.maximum(_ew.subtract(1.0, _ew.multiply(_signed(y_true), y_pred)), 0.0)
     return _mean_last(_ew.square(h))
 
 
-def poisson(y_true, y_pred) -> Tensor:
+def poisson(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(y_pred - y_true * log(y_pred + eps), axis=-1)``."""
     y_true, y_pred = _matched("poisson", y_true, y_pred)
     return _mean_last(_ew.subtract(y_pred, _ew.multiply(y_true, _ew.log(_ew.add(y_pred,
                                                                                   EPSILON)))))
 
 
-def categorical_hinge(y_true, y_pred) -> Tensor:
+def categorical_hinge(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)`` over the last axis.
 
     Examples:
@@ -355,7 +358,7 @@ def _l2_normalize(x: Tensor, axis: int) -> Tensor:
     return _ew.multiply(x, _ew.rsqrt(_ew.maximum(sq, 1e-12)))
 
 
-def cosine_similarity(y_true, y_pred, axis: int = -1) -> Tensor:
+def cosine_similarity(y_true: TensorLike, y_pred: TensorLike, axis: int = -1) -> Tensor:
     """The negated cosine similarity ``-sum(l2_normalize(y_true) * l2_normalize(y_pred))``.
 
     A loss (so -1 is best); ``lk.metrics.CosineSimilarity`` reports the positive value.
@@ -447,10 +450,10 @@ def reduce_weighted_values(values: Tensor, sample_weight=None,
         zero = _ew.equal(denom, 0.0)
         return _ew.where(zero, _ew.multiply(total, 0.0),
                          _ew.divide(total, _ew.where(zero, 1.0, denom)))
-    denom = float(values.size)
-    if denom == 0:
+    n = float(values.size)
+    if n == 0:
         return _ew.multiply(total, 0.0)
-    return _ew.divide(total, denom)
+    return _ew.divide(total, n)
 
 
 # ---- loss classes ---------------------------------------------------------------------------
@@ -469,13 +472,14 @@ class Loss:
         dtype: unused (the loss is computed in the predictions' float dtype).
     """
 
-    def __init__(self, name: str | None = None, reduction="sum_over_batch_size",
-                 dtype=None) -> None:
+    def __init__(self, name: str | None = None, reduction: str = "sum_over_batch_size",
+                 dtype: DTypeLike = None) -> None:
         self.name = name or _snake(type(self).__name__)
         self.reduction = _standardize_reduction(reduction)
         self.dtype = dtype
 
-    def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
+    def __call__(self, y_true: TensorLike, y_pred: TensorLike,
+                 sample_weight: TensorLike | None = None) -> Tensor:
         """The reduced loss of a batch (a scalar Tensor unless ``reduction='none'``)."""
         mask = _mask_of(y_pred)  # a Keras mask on y_pred leaves masked entries out
         # A subclass's call() gets Tensors, as in Keras (lists and arrays converted).
@@ -487,7 +491,7 @@ class Loss:
             return _reduce.reduce_mean(values)  # sum / size, in one op
         return reduce_weighted_values(values, sample_weight, self.reduction)
 
-    def call(self, y_true, y_pred) -> Tensor:
+    def call(self, y_true: TensorLike, y_pred: TensorLike) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
 
     def get_config(self) -> dict:
@@ -513,14 +517,14 @@ class LossFunctionWrapper(Loss):
         **kwargs: passed to ``fn`` on every call.
     """
 
-    def __init__(self, fn, reduction="sum_over_batch_size", name: str | None = None,
-                 dtype=None, **kwargs) -> None:
+    def __init__(self, fn, reduction: str = "sum_over_batch_size", name: str | None = None,
+                 dtype: DTypeLike = None, **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", None), reduction=reduction,
                          dtype=dtype)
         self.fn = fn
         self._fn_kwargs = kwargs
 
-    def call(self, y_true, y_pred) -> Tensor:
+    def call(self, y_true: TensorLike, y_pred: TensorLike) -> Tensor:
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
     def get_config(self) -> dict:
@@ -559,24 +563,24 @@ class MeanSquaredError(_BuiltinLoss):
         0.5
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "mean_squared_error",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "mean_squared_error",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(mean_squared_error, reduction=reduction, name=name, dtype=dtype)
 
 
 class MeanAbsoluteError(_BuiltinLoss):
     """Mean of absolute errors over the last axis, reduced over the batch."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "mean_absolute_error",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "mean_absolute_error",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(mean_absolute_error, reduction=reduction, name=name, dtype=dtype)
 
 
 class MeanAbsolutePercentageError(_BuiltinLoss):
     """Mean absolute percentage error."""
 
-    def __init__(self, reduction="sum_over_batch_size",
-                 name: str = "mean_absolute_percentage_error", dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size",
+                 name: str = "mean_absolute_percentage_error", dtype: DTypeLike = None) -> None:
         super().__init__(mean_absolute_percentage_error, reduction=reduction, name=name,
                          dtype=dtype)
 
@@ -584,8 +588,8 @@ class MeanAbsolutePercentageError(_BuiltinLoss):
 class MeanSquaredLogarithmicError(_BuiltinLoss):
     """Mean squared logarithmic error."""
 
-    def __init__(self, reduction="sum_over_batch_size",
-                 name: str = "mean_squared_logarithmic_error", dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size",
+                 name: str = "mean_squared_logarithmic_error", dtype: DTypeLike = None) -> None:
         super().__init__(mean_squared_logarithmic_error, reduction=reduction, name=name,
                          dtype=dtype)
 
@@ -597,8 +601,8 @@ class Huber(_BuiltinLoss):
         delta: the switch point (default 1.0).
     """
 
-    def __init__(self, delta: float = 1.0, reduction="sum_over_batch_size",
-                 name: str = "huber_loss", dtype=None) -> None:
+    def __init__(self, delta: float = 1.0, reduction: str = "sum_over_batch_size",
+                 name: str = "huber_loss", dtype: DTypeLike = None) -> None:
         super().__init__(huber, reduction=reduction, name=name, dtype=dtype, delta=delta)
         self.delta = delta
 
@@ -606,8 +610,8 @@ class Huber(_BuiltinLoss):
 class LogCosh(_BuiltinLoss):
     """Mean of log(cosh(error))."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "log_cosh",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "log_cosh",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(log_cosh, reduction=reduction, name=name, dtype=dtype)
 
 
@@ -626,8 +630,8 @@ class BinaryCrossentropy(_BuiltinLoss):
     """
 
     def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
-                 reduction="sum_over_batch_size", name: str = "binary_crossentropy",
-                 dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", name: str = "binary_crossentropy",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(binary_crossentropy, reduction=reduction, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
         self.from_logits, self.label_smoothing, self.axis = from_logits, label_smoothing, axis
@@ -648,8 +652,8 @@ class CategoricalCrossentropy(_BuiltinLoss):
     """
 
     def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
-                 reduction="sum_over_batch_size", name: str = "categorical_crossentropy",
-                 dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", name: str = "categorical_crossentropy",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
         self.from_logits, self.label_smoothing, self.axis = from_logits, label_smoothing, axis
@@ -674,8 +678,8 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
     """
 
     def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
-                 reduction="sum_over_batch_size", axis: int = -1,
-                 name: str = "sparse_categorical_crossentropy", dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", axis: int = -1,
+                 name: str = "sparse_categorical_crossentropy", dtype: DTypeLike = None) -> None:
         super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
                          dtype=dtype, from_logits=from_logits, ignore_class=ignore_class,
                          axis=axis)
@@ -685,7 +689,8 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
         return {**Loss.get_config(self), "from_logits": self.from_logits,
                 "ignore_class": self.ignore_class}
 
-    def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
+    def __call__(self, y_true: TensorLike, y_pred: TensorLike,
+                 sample_weight: TensorLike | None = None) -> Tensor:
         """The reduced loss; with ``ignore_class`` the ignored samples are masked out as in
         Keras: the mean reductions divide by the number of kept samples, not of all."""
         ignore = self.ignore_class
@@ -714,32 +719,32 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
 class KLDivergence(_BuiltinLoss):
     """Kullback-Leibler divergence ``sum(y_true * log(y_true/y_pred))``."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "kl_divergence",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "kl_divergence",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(kl_divergence, reduction=reduction, name=name, dtype=dtype)
 
 
 class Hinge(_BuiltinLoss):
     """Hinge loss for labels -1/1 (0/1 converted)."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "hinge",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "hinge",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class SquaredHinge(_BuiltinLoss):
     """Squared hinge loss for labels -1/1 (0/1 converted)."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "squared_hinge",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "squared_hinge",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(squared_hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class Poisson(_BuiltinLoss):
     """Poisson loss ``y_pred - y_true * log(y_pred)``."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "poisson",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "poisson",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)
 
 
@@ -752,8 +757,8 @@ class CategoricalHinge(_BuiltinLoss):
         0.7
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "categorical_hinge",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "categorical_hinge",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(categorical_hinge, reduction=reduction, name=name, dtype=dtype)
 
 
@@ -766,8 +771,8 @@ class CosineSimilarity(_BuiltinLoss):
         -1.0
     """
 
-    def __init__(self, axis: int = -1, reduction="sum_over_batch_size",
-                 name: str = "cosine_similarity", dtype=None) -> None:
+    def __init__(self, axis: int = -1, reduction: str = "sum_over_batch_size",
+                 name: str = "cosine_similarity", dtype: DTypeLike = None) -> None:
         super().__init__(cosine_similarity, reduction=reduction, name=name, dtype=dtype,
                          axis=axis)
 
@@ -799,7 +804,7 @@ _CLASS_OF = {
 }
 
 
-def get(identifier) -> Loss | None:
+def get(identifier: Any) -> Loss | None:
     """A Loss from a string name, a class, a config dict, a function or an instance.
 
     A string gives the Loss object (``'mse'`` -> ``MeanSquaredError(name='mse')``); a
@@ -836,7 +841,7 @@ def serialize(loss) -> dict | str:
     return serialize_keras_object(loss)
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """Rebuild a loss (object or function) from :func:`serialize` output or Keras's."""
     from layerkit.saving.serialization_lib import deserialize_keras_object
 

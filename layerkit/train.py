@@ -19,6 +19,7 @@ every reading function accepts that spelling or layerkit's own (``<path>``).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,8 @@ class CheckpointOptions:
     """Accepted for TensorFlow compatibility (``options=`` of save/restore); layerkit
     writes and reads one local file, so the options change nothing."""
 
-    def __init__(self, experimental_io_device=None, experimental_enable_async_checkpoint=False,
-                 **kwargs) -> None:
+    def __init__(self, experimental_io_device=None,
+                 experimental_enable_async_checkpoint: bool = False, **kwargs: Any) -> None:
         self.experimental_io_device = experimental_io_device
         self.experimental_enable_async_checkpoint = experimental_enable_async_checkpoint
 

@@ -7,9 +7,12 @@ scalar stays *weak* (NumPy 2 promotion), so ``float32_tensor * 2.0`` stays float
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike
 
 FLOATX = np.dtype("float32")
 INT = np.dtype("int32")  # Python ints (TensorFlow's default integer)
@@ -135,7 +138,7 @@ def _has_explicit(value, dtype: np.dtype) -> bool:
                for v in _flat(value))
 
 
-def convert_to_tensor(value, dtype=None) -> Tensor:
+def convert_to_tensor(value: Any, dtype: DTypeLike = None) -> Tensor:
     """Return ``value`` as a Tensor (Tensors and Variables pass through unchanged; a NumPy
     array is copied, so changing it later does not change the Tensor).
 
@@ -159,7 +162,8 @@ def convert_to_tensor(value, dtype=None) -> Tensor:
     return t
 
 
-def constant(value, dtype=None, shape=None, name=None) -> Tensor:
+def constant(value: Any, dtype: DTypeLike = None, shape: ShapeLike | None = None,
+             name: str | None = None) -> Tensor:
     """Create a Tensor holding a copy of ``value`` (optionally cast to ``dtype``).
 
     Args:

@@ -10,6 +10,7 @@ TensorFlow's properties (``is_floating``, ``as_numpy_dtype``, ``min``, ``max``, 
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ class DType:
             return int(iinfo.max if i else iinfo.min)
         raise TypeError(f"Cannot find {what} value of {self} with type {self}.")
 
-    def is_compatible_with(self, other) -> builtins.bool:
+    def is_compatible_with(self, other: Any) -> builtins.bool:
         """Whether a value of dtype ``other`` may be used where this dtype is expected."""
         try:
             return as_dtype(other) is self

@@ -1,6 +1,9 @@
 """``CallbackList``: calls a hook on every callback, skipping the ones nobody overrides."""
 from __future__ import annotations
 
+from typing import Any
+
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import _HOOKS, Callback, _overrides
 from layerkit.callbacks.history import History
 from layerkit.callbacks.progbar_logger import ProgbarLogger
@@ -38,7 +41,7 @@ class CallbackList(Callback):
     """
 
     def __init__(self, callbacks=None, add_history: bool = False, add_progbar: bool = False,
-                 model=None, **params) -> None:
+                 model: Any = None, **params) -> None:
         super().__init__()
         self.callbacks = _flatten(callbacks or [])
         for cb in self.callbacks:
@@ -71,7 +74,7 @@ class CallbackList(Callback):
             callback.set_params(self.params)
         self._refresh()
 
-    def set_model(self, model) -> None:
+    def set_model(self, model: Any) -> None:
         if model is None:
             return
         super().set_model(model)
@@ -100,7 +103,7 @@ class CallbackList(Callback):
 def _dispatcher(hook: str):
     arity = 2 if ("batch" in hook or "epoch" in hook) else 1
 
-    def call(self, *args, logs=None):
+    def call(self: CallbackList, *args: Any, logs: Logs = None) -> None:
         if len(args) == arity:
             args, logs = args[:-1], args[-1]
         for fn in self._active[hook]:

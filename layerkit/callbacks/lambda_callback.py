@@ -1,6 +1,8 @@
 """``LambdaCallback``: a callback made of plain functions."""
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.callbacks.callback import _HOOKS, Callback
 
 
@@ -33,7 +35,7 @@ class LambdaCallback(Callback):
 
     def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_begin=None,
                  on_train_end=None, on_train_batch_begin=None, on_train_batch_end=None,
-                 **kwargs) -> None:
+                 **kwargs: Any) -> None:
         super().__init__()
         hooks = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end,
                      on_train_begin=on_train_begin, on_train_end=on_train_end,

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
 
 
@@ -41,7 +42,7 @@ class LearningRateScheduler(Callback):
         self.schedule = schedule
         self.verbose = verbose
 
-    def on_epoch_begin(self, epoch, logs=None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
         opt = self.model.optimizer
         try:
             new = self.schedule(epoch, current_lr(opt))
@@ -58,6 +59,6 @@ class LearningRateScheduler(Callback):
             print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to "
                   f"{new}.")
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if logs is not None:
             logs["learning_rate"] = current_lr(self.model.optimizer)

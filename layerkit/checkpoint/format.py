@@ -33,6 +33,7 @@ import numpy as np
 
 from layerkit import errors
 from layerkit._core.atomic import AtomicFile, atomic_write_bytes, write_all
+from layerkit._core.types import PathLike
 from layerkit.checkpoint.digest import BLOCK, Grid64
 
 __all__ = ["CheckpointError", "CheckpointNotFoundError", "CheckpointReader", "write_file",
@@ -65,7 +66,7 @@ class CheckpointError(ValueError):
         problem: what is wrong, in words.
     """
 
-    def __init__(self, path, problem: str) -> None:
+    def __init__(self, path: PathLike, problem: str) -> None:
         self.path = os.fspath(path) if path is not None else None
         self.problem = problem
         where = f"checkpoint '{self.path}'" if self.path is not None else "checkpoint"
@@ -296,7 +297,7 @@ class CheckpointReader:
         (['save_counter', 'v'], (2,))
     """
 
-    def __init__(self, path) -> None:
+    def __init__(self, path: PathLike) -> None:
         self.path = os.fspath(path)
         if os.path.isdir(self.path):
             raise CheckpointError(self.path, "is a directory, not a checkpoint file (use "

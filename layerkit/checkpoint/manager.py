@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Any
 
 from layerkit._core import distribution
 from layerkit._core.atomic import remove_stale_temps
@@ -102,7 +103,7 @@ class CheckpointManager:
         """The newest managed checkpoint, or None."""
         return self._managed[-1][0] if self._managed else None
 
-    def save(self, checkpoint_number=None, check_interval: bool = True, options=None) -> str:
+    def save(self, checkpoint_number=None, check_interval: bool = True, options: Any = None) -> str:
         """Save a new checkpoint, update the index, and delete old checkpoints.
 
         Args:

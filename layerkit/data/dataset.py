@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from layerkit import errors
+from layerkit._core.types import DTypeLike, PathLike, TensorLike
 from layerkit.data import compose as _compose
 from layerkit.data import save as _save
 from layerkit.data import structure as _st
@@ -103,7 +104,7 @@ class Iterator(itertools.chain):
             raise errors.OutOfRangeError(None, None, "End of sequence") from None
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         return self._dataset.element_spec
 
     def get_state(self) -> dict:
@@ -243,7 +244,7 @@ class Dataset:
         return _numpy_iter(Iterator(self))
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         """The nested :class:`TensorSpec` structure of one element.
 
         Known without running anything for sources and shape-preserving transformations;
@@ -300,7 +301,7 @@ class Dataset:
         return Dataset(TensorsNode(tensors))
 
     @staticmethod
-    def range(*args, dtype=np.int64) -> Dataset:
+    def range(*args: Any, dtype: DTypeLike = np.int64) -> Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as scalar Tensors (int64)."""
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range expects 1 to 3 arguments, received {len(args)}")
@@ -314,7 +315,7 @@ class Dataset:
         return Dataset(RangeNode(int(start), int(stop), int(step), dtype))
 
     @staticmethod
-    def from_generator(generator: Callable, output_types=None, output_shapes=None, args=None,
+    def from_generator(generator: Callable, output_types=None, output_shapes=None, args: Any = None,
                        output_signature=None) -> Dataset:
         """Elements produced by ``generator()`` (called once per pass).
 
@@ -338,7 +339,7 @@ class Dataset:
         return Dataset(GeneratorNode(generator, output_signature, args))
 
     @staticmethod
-    def zip(*args, datasets=None) -> Dataset:
+    def zip(*args: Any, datasets=None) -> Dataset:
         """Elements are tuples (or the given nested structure) of the inputs' elements.
 
         ``Dataset.zip(a, b)`` and ``Dataset.zip((a, b))`` give ``(x_a, x_b)``;
@@ -604,7 +605,7 @@ class Dataset:
         return out
 
     # ---- tf.data's further transformations --------------------------------------------------
-    def reduce(self, initial_state, reduce_func: Callable):
+    def reduce(self, initial_state: Any, reduce_func: Callable):
         """Fold all elements into one value: ``state = reduce_func(state, element)``.
 
         Args:
@@ -633,7 +634,7 @@ class Dataset:
             state = new
         return state
 
-    def get_single_element(self):
+    def get_single_element(self) -> Any:
         """The only element of this dataset.
 
         Raises:
@@ -675,7 +676,7 @@ class Dataset:
         """
         return Dataset(WindowNode(self._node, size, shift, stride, drop_remainder))
 
-    def scan(self, initial_state, scan_func: Callable) -> Dataset:
+    def scan(self, initial_state: Any, scan_func: Callable) -> Dataset:
         """Thread a state through the elements: ``scan_func(state, element)`` returns
         ``(new_state, output_element)``; the outputs are the elements.
 
@@ -755,7 +756,7 @@ class Dataset:
         return Dataset(AssertCardinalityNode(self._node, expected_cardinality))
 
     @staticmethod
-    def sample_from_datasets(datasets, weights=None, seed: int | None = None,
+    def sample_from_datasets(datasets, weights: TensorLike | None = None, seed: int | None = None,
                              stop_on_empty_dataset: bool = False,
                              rerandomize_each_iteration: bool | None = None) -> Dataset:
         """Each element from a randomly chosen input: ``datasets[i]`` with probability
@@ -813,7 +814,7 @@ class Dataset:
                                               "Dataset.choose_from_datasets"))
 
     @staticmethod
-    def counter(start: int = 0, step: int = 1, dtype=np.int64) -> Dataset:
+    def counter(start: int = 0, step: int = 1, dtype: DTypeLike = np.int64) -> Dataset:
         """``start, start + step, start + 2 * step, ...`` without end."""
         for a in (start, step):
             if not _is_integer(a):
@@ -833,7 +834,7 @@ class Dataset:
         """
         return Dataset(RandomNode(seed=seed, rerandomize=rerandomize_each_iteration))
 
-    def save(self, path, compression=None, shard_func: Callable | None = None,
+    def save(self, path: PathLike, compression=None, shard_func: Callable | None = None,
              checkpoint_args=None) -> None:
         """Write all elements to the directory ``path`` (replaced if it holds an earlier save).
 
@@ -853,7 +854,7 @@ class Dataset:
         _save.save(self._node, path, compression, shard_func)
 
     @staticmethod
-    def load(path, element_spec=None, compression=None,
+    def load(path: PathLike, element_spec=None, compression=None,
              reader_func: Callable | None = None) -> Dataset:
         """A dataset saved by :meth:`save`, with its element_spec.
 

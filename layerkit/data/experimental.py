@@ -5,6 +5,8 @@ The transformation functions return a function ``Dataset -> Dataset`` for
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.data.dataset import Dataset
 from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN
 from layerkit.data.options import (
@@ -28,7 +30,7 @@ def cardinality(dataset: Dataset) -> int:
     return dataset.cardinality()
 
 
-def get_single_element(dataset: Dataset):
+def get_single_element(dataset: Dataset) -> Any:
     """``dataset.get_single_element()``."""
     return dataset.get_single_element()
 
@@ -43,12 +45,12 @@ def ignore_errors(log_warning: bool = False):
     return lambda ds: ds.ignore_errors(log_warning)
 
 
-def unique():
+def unique() -> Any:
     """For ``apply``: ``dataset.unique()``."""
     return lambda ds: ds.unique()
 
 
-def scan(initial_state, scan_func):
+def scan(initial_state: Any, scan_func) -> Any:
     """For ``apply``: ``dataset.scan(initial_state, scan_func)``."""
     return lambda ds: ds.scan(initial_state, scan_func)
 
@@ -65,15 +67,15 @@ def group_by_window(key_func, reduce_func, window_size=None, window_size_func=No
 
 def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_batch_sizes,
                               padded_shapes=None, padding_values=None,
-                              pad_to_bucket_boundary=False, no_padding=False,
-                              drop_remainder=False):
+                              pad_to_bucket_boundary: bool = False, no_padding: bool = False,
+                              drop_remainder: bool = False):
     """For ``apply``: ``dataset.bucket_by_sequence_length(...)``."""
     return lambda ds: ds.bucket_by_sequence_length(
         element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
         padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
 
 
-def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
+def rejection_resample(class_func, target_dist, initial_dist=None, seed: Any = None):
     """For ``apply``: ``dataset.rejection_resample(...)``."""
     return lambda ds: ds.rejection_resample(class_func, target_dist, initial_dist, seed)
 

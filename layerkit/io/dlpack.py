@@ -18,11 +18,12 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 
 __all__ = ["from_dlpack"]
 
 
-def from_dlpack(x, *, device=None, copy: bool | None = None) -> Tensor:
+def from_dlpack(x: TensorLike, *, device=None, copy: bool | None = None) -> Tensor:
     """A Tensor sharing the memory of a DLPack-capable object (no copy by default).
 
     Args:

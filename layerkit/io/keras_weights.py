@@ -34,9 +34,11 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import PathLike
 from layerkit._core.variable import Variable
 from layerkit.checkpoint.checkpoint import _assign_fresh
 from layerkit.io._optional import require
@@ -160,7 +162,7 @@ def _join(path: str, name: str) -> str:
     return f"{path}/{name}" if path and name else (path or name)
 
 
-def keras_weight_groups(model) -> dict:
+def keras_weight_groups(model: Any) -> dict:
     """Where Keras 3 keeps each layer's weights, for a layerkit model or layer.
 
     Args:
@@ -245,7 +247,7 @@ def _by_group(flat: dict) -> dict:
     return {g: [items[i] for i in sorted(items)] for g, items in groups.items()}
 
 
-def load_h5_group(model, group, source: str = "<h5>", skip_mismatch: bool = False) -> list:
+def load_h5_group(model: Any, group, source: str = "<h5>", skip_mismatch: bool = False) -> list:
     """Assign the weights of an open Keras 3 h5py weights tree to a built model
     (:func:`assign_keras_weights` on the tree's datasets)."""
     return assign_keras_weights(model, h5_datasets(group), source, skip_mismatch)
@@ -360,7 +362,7 @@ def _check_keras3(f, source: str) -> None:
                          f"{sorted(f.keys())})")
 
 
-def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
+def load_keras_weights(model: Any, filepath: PathLike, skip_mismatch: bool = False) -> list:
     """Load a Keras 3 ``.weights.h5`` file or the weights of a ``.keras`` archive.
 
     Args:
@@ -437,7 +439,7 @@ def keras_weights_h5_bytes(model) -> bytes:
     return buffer.getvalue()
 
 
-def save_keras_weights(model, filepath) -> str:
+def save_keras_weights(model: Any, filepath: PathLike) -> str:
     """Write a model's weights as a Keras 3 ``.weights.h5`` file, atomically.
 
     The layout is the one :func:`load_keras_weights` reads (each layer's weights at its

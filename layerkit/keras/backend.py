@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 
+from layerkit._core.types import TensorLike
 from layerkit.layers import backend_config as _config
 from layerkit.layers.backend_config import epsilon, floatx, image_data_format
 
@@ -65,7 +66,7 @@ def clear_session(free_memory: bool = True) -> None:
         gc.collect()
 
 
-def is_keras_tensor(x) -> bool:
+def is_keras_tensor(x: TensorLike) -> bool:
     """True for the symbolic tensors of the functional API (``lk.Input`` and layer
     outputs on them)."""
     from layerkit.models.functional import SymbolicTensor

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 import types
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def _california_load_data(version: str = "large", path: str = "california_housin
 
 
 def _pickled(name: str):
-    def load_data(*args, **kwargs):
+    def load_data(*args: Any, **kwargs: Any):
         raise NotImplementedError(
             f"lk.keras.datasets.{name}.load_data: Keras distributes {name} as Python "
             f"pickles, and layerkit never unpickles (it can run code); convert the data to "

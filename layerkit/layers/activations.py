@@ -1,33 +1,36 @@
 """Activation lookup: Keras names (``'relu'``, ``'softmax'``, ...) to layerkit functions."""
 from __future__ import annotations
 
+from typing import Any
+
+from layerkit._core.types import TensorLike
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
 
 __all__ = ["get", "serialize", "linear"]
 
 
-def linear(x):
+def linear(x: TensorLike):
     """The identity activation."""
     return x
 
 
-def softsign(x):
+def softsign(x: TensorLike):
     """``x / (1 + |x|)``."""
     return _ew.divide(x, _ew.add(_ew.abs(x), 1.0))
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x: TensorLike):
     """Keras 3's piecewise-linear sigmoid: ``relu6(x + 3) / 6``."""
     return _ew.divide(_nn.relu6(_ew.add(x, 3.0)), 6.0)
 
 
-def hard_silu(x):
+def hard_silu(x: TensorLike):
     """``x * hard_sigmoid(x)`` (Keras's ``hard_silu`` / ``hard_swish``)."""
     return _ew.multiply(x, hard_sigmoid(x))
 
 
-def mish(x):
+def mish(x: TensorLike):
     """``x * tanh(softplus(x))``."""
     return _ew.multiply(x, _ew.tanh(_nn.softplus(x)))
 
@@ -43,7 +46,7 @@ def _names() -> dict:
     }
 
 
-def get(identifier):
+def get(identifier: Any) -> Any:
     """The activation function for a name, a config dict, a callable, or None (linear).
 
     Names are Keras's; a name that is not built in is looked up among the registered
@@ -74,7 +77,7 @@ def get(identifier):
     raise ValueError(f"cannot interpret {identifier!r} as an activation")
 
 
-def serialize(fn):
+def serialize(fn) -> Any:
     """The Keras name of a built-in activation, else Keras's config of the function or
     object (``lk.saving.serialize_keras_object``)."""
     for name, f in _names().items():

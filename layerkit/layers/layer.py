@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from layerkit import constraints, initializers, regularizers
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit._core.variable import Variable, replace_value
 from layerkit.checkpoint import trackable
 from layerkit.layers import input_spec as _spec
@@ -50,12 +52,12 @@ _MASK_INFO: dict = {}
 _MASKS = [False]
 
 
-def get_keras_mask(x):
+def get_keras_mask(x: TensorLike):
     """The Keras mask attached to tensor ``x`` by the layer that produced it, or None."""
     return getattr(x, "_keras_mask", None) if isinstance(x, Tensor) else None
 
 
-def set_keras_mask(x, mask) -> None:
+def set_keras_mask(x: Tensor, mask: Any) -> None:
     """Attach ``mask`` (a boolean tensor, usually ``(batch, time)``) to tensor ``x``;
     layers that accept ``mask`` then receive it, as in Keras."""
     if mask is not None and not isinstance(mask, Tensor):
@@ -256,8 +258,8 @@ class Layer(Tracked):
             object.__setattr__(self, "_auto_config", _auto_config(cls, args, kwargs))
         return self
 
-    def __init__(self, name: str | None = None, trainable: bool = True, dtype=None,
-                 **kwargs) -> None:
+    def __init__(self, name: str | None = None, trainable: bool = True, dtype: DTypeLike = None,
+                 **kwargs: Any) -> None:
         d = self.__dict__
         unknown = [k for k in kwargs if k not in _SHAPE_KWARGS + ("activity_regularizer",)]
         if unknown:
@@ -326,8 +328,9 @@ class Layer(Tracked):
         """
         return self._first_node("output").outputs
 
-    def add_weight(self, name=None, shape=None, initializer=None, dtype=None,
-                   trainable: bool = True, regularizer=None, constraint=None) -> Variable:
+    def add_weight(self, name: str | None = None, shape: Sequence[int] | None = None,
+                   initializer=None, dtype: DTypeLike = None, trainable: bool = True,
+                   regularizer=None, constraint=None) -> Variable:
         """Create a weight Variable owned by this layer (call it in __init__ or build).
 
         Keras 3's positional order ``add_weight(shape, initializer, dtype)`` works too.
@@ -400,7 +403,7 @@ class Layer(Tracked):
         """The values of :attr:`weights` as NumPy arrays (copies)."""
         return [v.numpy() for v in self.weights]  # Variable.numpy() is a copy
 
-    def set_weights(self, weights) -> None:
+    def set_weights(self, weights: Sequence[TensorLike]) -> None:
         """Assign :attr:`weights` from a list of arrays in :meth:`get_weights` order.
 
         Raises:
@@ -457,10 +460,10 @@ class Layer(Tracked):
         return gather_losses([self] + self.submodules)
 
     # ---- calling -------------------------------------------------------------------
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         """Create weights from ``input_shape`` (a tuple incl. the batch dim, or a list)."""
 
-    def call(self, *args, **kwargs):
+    def call(self, *args: Any, **kwargs: Any):
         raise NotImplementedError(f"layer '{self.name}' ({type(self).__name__}) must "
                                   f"implement call()")
 
@@ -516,7 +519,7 @@ class Layer(Tracked):
                 self.call).parameters
         return accepts
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
         if "_tracked" not in d:
             raise RuntimeError(super_msg(self))
@@ -581,7 +584,7 @@ class Layer(Tracked):
         return outputs
 
     # ---- masks (Keras semantics) -------------------------------------------------------
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The mask(s) of this layer's outputs, given its inputs and their ``mask``.
 
         The default passes the input mask through; layers that change the time axis or
@@ -655,7 +658,7 @@ class Layer(Tracked):
         e._lk_layer = True
         return e
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         """Output shape(s) for ``input_shape`` (None for unknown dims), found by running
         the layer on small zero batches."""
         return _sym.output_shape(self, input_shape)
@@ -692,7 +695,7 @@ class Layer(Tracked):
         return config
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> Any:
         """Create a layer from :meth:`get_config`'s output (Keras 3's configs too).
 
         ``name``, ``trainable`` and ``dtype`` are set after construction when the

@@ -23,6 +23,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.convert import as_dtype
 from layerkit._core.op import wrap
+from layerkit._core.types import DTypeLike, ShapeLike
 from layerkit.autodiff.nest import flatten, pack_like
 
 __all__ = ["SymbolicTensor", "Node", "flatten", "map_structure", "any_symbolic", "call", "probe",
@@ -56,8 +57,8 @@ class SymbolicTensor:
 
     __slots__ = ("shape", "dtype", "node", "index", "name")
 
-    def __init__(self, shape, dtype="float32", node: Node | None = None, index: int = 0,
-                 name: str | None = None) -> None:
+    def __init__(self, shape: ShapeLike, dtype: DTypeLike = "float32", node: Node | None = None,
+                 index: int = 0, name: str | None = None) -> None:
         self.shape = tuple(None if d is None else int(d) for d in shape)
         self.dtype = as_dtype(dtype)
         self.node = node

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +26,7 @@ from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike
 from layerkit._core.variable import Variable, replace_value, writable
 from layerkit.autodiff.nest import flatten, pack_like
 
@@ -45,7 +48,8 @@ def _snake(name: str) -> str:
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
 
 
-def squeeze_or_expand_to_same_rank(x1: np.ndarray, x2: np.ndarray, expand_rank_1: bool = True):
+def squeeze_or_expand_to_same_rank(x1: np.ndarray, x2: np.ndarray,
+                                   expand_rank_1: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Make ranks equal when they differ by a trailing dimension of size 1 (Keras rule)."""
     r1, r2 = x1.ndim, x2.ndim
     if r1 == r2 + 1 and x1.shape[-1] == 1:
@@ -189,13 +193,13 @@ class Metric:
             if callable(fn) and not getattr(fn, "_lk_graph_aware", False):
                 setattr(cls, kind, _graph_aware(fn, kind))
 
-    def __init__(self, name: str | None = None, dtype=None) -> None:
+    def __init__(self, name: str | None = None, dtype: DTypeLike = None) -> None:
         self.name = name or _snake(type(self).__name__)
         self.dtype = np.dtype(dtype or "float32")
         self._vars: dict[str, Variable] = {}
 
-    def add_variable(self, shape, initializer: str = "zeros", dtype=None,
-                     name: str | None = None) -> Variable:
+    def add_variable(self, shape: Sequence[int], initializer: str = "zeros",
+                     dtype: DTypeLike = None, name: str | None = None) -> Variable:
         """Create a non-trainable state Variable (zeros) tracked by this metric."""
         name = name or f"variable_{len(self._vars)}"
         v = Variable(np.zeros(shape, dtype or self.dtype), trainable=False,
@@ -216,13 +220,13 @@ class Metric:
         for v in self._vars.values():
             replace_value(v, np.zeros_like(v._v))
 
-    def update_state(self, *args, **kwargs) -> None:
+    def update_state(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement update_state")
 
     def result(self) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement result")
 
-    def __call__(self, *args, **kwargs) -> Tensor:
+    def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
         self.update_state(*args, **kwargs)
         return self.result()
 

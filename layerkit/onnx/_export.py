@@ -8,6 +8,7 @@ import tempfile
 import numpy as np
 
 from layerkit._core.spec import TensorSpec
+from layerkit._core.types import PathLike
 from layerkit.autodiff.function.api import Function
 from layerkit.autodiff.function.fuse import scalar_dtype
 from layerkit.autodiff.nest import flatten, pack_like
@@ -289,7 +290,7 @@ def _version() -> str:
 
 
 # ---- the public function -----------------------------------------------------------------------
-def export(model_or_function, path, input_signature=None, opset: int = DEFAULT_OPSET,
+def export(model_or_function, path: PathLike, input_signature=None, opset: int = DEFAULT_OPSET,
            verbose: bool = False):
     """Write a model, layer or function as an ONNX file for inference.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from typing import Any
 
 __all__ = ["register_serializable", "register_keras_serializable", "get_registered_name",
            "get_registered_object", "get_custom_objects", "CustomObjectScope",
@@ -130,7 +131,7 @@ class CustomObjectScope:
         True
     """
 
-    def __init__(self, *custom_objects) -> None:
+    def __init__(self, *custom_objects: dict[str, Any] | None) -> None:
         merged = {}
         for objects in custom_objects:
             if objects:

@@ -21,6 +21,7 @@ import inspect
 import threading
 import types
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -328,8 +329,9 @@ def _record_shared(obj, config: dict) -> None:
 
 
 # ---- deserialization ----------------------------------------------------------------------
-def deserialize_keras_object(config, custom_objects: dict | None = None, safe_mode: bool = True,
-                             *, kind: str | None = None, module_objects: dict | None = None):
+def deserialize_keras_object(config: dict[str, Any], custom_objects: dict | None = None,
+                             safe_mode: bool = True, *, kind: str | None = None,
+                             module_objects: dict | None = None):
     """Rebuild an object from :func:`serialize_keras_object` output (or Keras 3's).
 
     Classes and functions are looked up by name only (see the module docstring), then

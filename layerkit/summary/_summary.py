@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from layerkit._core.context import get_current_name_scope, name_scope
 from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.io import tfevents
 from layerkit.utils.image_utils import encode_png
 
@@ -58,7 +60,7 @@ class SummaryWriter:
     does so for good. Summary ops write to the default writer.
     """
 
-    def set_as_default(self, step=None) -> None:
+    def set_as_default(self, step: int | None = None) -> None:
         """Make this the default writer (and ``step``, if given, the default step) for
         the rest of the current thread."""
         self._check_open()
@@ -67,7 +69,7 @@ class SummaryWriter:
             _STATE.step = step
 
     @contextlib.contextmanager
-    def as_default(self, step=None) -> Iterator[SummaryWriter]:
+    def as_default(self, step: int | None = None) -> Iterator[SummaryWriter]:
         """A context in which this is the default writer (and ``step``, if given, the
         default step); both are restored on exit, and the writer is flushed on a normal
         exit.
@@ -219,7 +221,7 @@ def flush(writer: SummaryWriter | None = None, name: str | None = None) -> None:
 
 
 # ---- step and recording condition -------------------------------------------------------
-def set_step(step) -> None:
+def set_step(step: int) -> None:
     """Set the default step of summary ops in this thread (``tf.summary.experimental.set_step``).
 
     Args:
@@ -235,7 +237,7 @@ def get_step():
 
 
 @contextlib.contextmanager
-def record_if(condition) -> Iterator[None]:
+def record_if(condition: TensorLike) -> Iterator[None]:
     """Write summaries inside the block only when ``condition`` holds (``tf.summary.record_if``).
 
     Args:
@@ -354,7 +356,7 @@ def _array(data) -> np.ndarray:
     return np.asarray(data._rv if isinstance(data, Tensor) else data)
 
 
-def scalar(name: str, data, step=None, description: str | None = None) -> Tensor:
+def scalar(name: str, data: Any, step: int | None = None, description: str | None = None) -> Tensor:
     """Write a scalar summary (``tf.summary.scalar``): a float32 value under ``name``.
 
     Args:
@@ -377,7 +379,7 @@ def scalar(name: str, data, step=None, description: str | None = None) -> Tensor
     return _write(name, data, step, "scalars", lambda a: a.astype(np.float32), description)
 
 
-def text(name: str, data, step=None, description: str | None = None) -> Tensor:
+def text(name: str, data: Any, step: int | None = None, description: str | None = None) -> Tensor:
     """Write a text summary (``tf.summary.text``): a string, or a string array shown as a
     table; Markdown is rendered by TensorBoard.
 
@@ -419,7 +421,7 @@ def _histogram_buckets(data: np.ndarray, buckets) -> np.ndarray:
                     axis=1)
 
 
-def histogram(name: str, data, step=None, buckets: int | None = None,
+def histogram(name: str, data: Any, step: int | None = None, buckets: int | None = None,
               description: str | None = None) -> Tensor:
     """Write a histogram summary (``tf.summary.histogram``) of all of ``data``'s elements.
 
@@ -472,7 +474,7 @@ def _encode_images(data: np.ndarray, max_outputs: int) -> np.ndarray:
                     dtype=object)
 
 
-def image(name: str, data, step=None, max_outputs: int = 3,
+def image(name: str, data: Any, step: int | None = None, max_outputs: int = 3,
           description: str | None = None) -> Tensor:
     """Write an image summary (``tf.summary.image``): up to ``max_outputs`` PNG images.
 
@@ -498,7 +500,7 @@ def image(name: str, data, step=None, max_outputs: int = 3,
 
 
 @contextlib.contextmanager
-def summary_scope(name: str, default_name: str | None = None, values=None
+def summary_scope(name: str, default_name: str | None = None, values: Any = None
                   ) -> Iterator[tuple[str, str]]:
     """``(tag, scope)`` for a custom summary op (``tf.summary.experimental.summary_scope``):
     the tag is ``name`` under the current name scope, and a name scope is opened."""
@@ -526,7 +528,7 @@ def trace_off() -> None:
     """Stop tracing: nothing to do, since :func:`trace_on` never starts it."""
 
 
-def trace_export(name: str, step=None, profiler_outdir=None) -> None:
+def trace_export(name: str, step: int | None = None, profiler_outdir=None) -> None:
     """Export a trace: as in TensorFlow without ``trace_on``, warn and write nothing."""
     warnings.warn("lk.summary.trace_export: no trace to export (lk.summary.trace_on is not "
                   "available in layerkit)", stacklevel=2)

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from layerkit._core.types import TensorLike
 from layerkit.data import AUTOTUNE, Dataset
 from layerkit.primitives.image import RESIZE_METHODS
 from layerkit.utils import image_utils
@@ -189,7 +190,7 @@ def _build(what: str, noun: str, directory, formats, load, labels, label_mode, c
     return datasets if subset == "both" else datasets[0]
 
 
-def text_dataset_from_directory(directory, labels="inferred", label_mode="int",
+def text_dataset_from_directory(directory, labels: TensorLike = "inferred", label_mode: str = "int",
                                 class_names=None, batch_size: int | None = 32,
                                 max_length: int | None = None, shuffle: bool = True,
                                 seed: int | None = None, validation_split: float | None = None,
@@ -241,14 +242,14 @@ def text_dataset_from_directory(directory, labels="inferred", label_mode="int",
                   subset, follow_links, format, verbose)
 
 
-def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
-                                 class_names=None, color_mode: str = "rgb",
+def image_dataset_from_directory(directory, labels: TensorLike = "inferred",
+                                 label_mode: str = "int", class_names=None, color_mode: str = "rgb",
                                  batch_size: int | None = 32, image_size=(256, 256),
                                  shuffle: bool = True, seed: int | None = None,
-                                 validation_split: float | None = None,
-                                 subset: str | None = None, interpolation: str = "bilinear",
-                                 follow_links: bool = False, crop_to_aspect_ratio: bool = False,
-                                 pad_to_aspect_ratio: bool = False, data_format=None,
+                                 validation_split: float | None = None, subset: str | None = None,
+                                 interpolation: str = "bilinear", follow_links: bool = False,
+                                 crop_to_aspect_ratio: bool = False,
+                                 pad_to_aspect_ratio: bool = False, data_format: str | None = None,
                                  format: str = "tf", verbose: bool = True):
     """Images (png, bmp, jpeg, gif) in class subdirectories as a Dataset of
     ``(images, labels)``.

@@ -95,7 +95,7 @@ def _extract(archive: str, target: str, archive_format) -> bool:
 
 def get_file(fname=None, origin=None, untar: bool = False, md5_hash=None, file_hash=None,
              cache_subdir: str = "datasets", hash_algorithm: str = "auto",
-             extract: bool = False, archive_format="auto", cache_dir=None,
+             extract: bool = False, archive_format: str = "auto", cache_dir=None,
              force_download: bool = False) -> str:
     """A file from Keras's cache (``~/.keras/datasets`` by default), never downloaded.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -174,7 +175,7 @@ class Progbar:
                 out += f" - {name}: {total}"
         return out
 
-    def update(self, current: int, values=None, finalize: bool | None = None) -> None:
+    def update(self, current: int, values: Any = None, finalize: bool | None = None) -> None:
         """Record progress ``current`` with ``values`` and redraw if due.
 
         Args:
@@ -209,11 +210,11 @@ class Progbar:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def add(self, n: int, values=None) -> None:
+    def add(self, n: int, values: Any = None) -> None:
         """Advance by ``n`` steps (``update(seen + n, values)``)."""
         self.update(self._seen_so_far + n, values)
 
-    def finish(self, values=None, prefix: str = "") -> None:
+    def finish(self, values: Any = None, prefix: str = "") -> None:
         """Write the final line at the current step (``prefix`` starts it when the bar is
         not redrawn in place, e.g. ``'Epoch 3/10 - '``)."""
         if self.target is None:   # now known: the final line shows a full bar

@@ -17,6 +17,7 @@ affine matrices from the draws with float32 layerkit ops and resample with the
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,8 @@ class _Random(ImageLayer):
 
     _cast_int_inputs = True
 
-    def __init__(self, seed: int | None = None, data_format=None, **kwargs) -> None:
+    def __init__(self, seed: int | None = None, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(data_format, **kwargs)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
@@ -84,8 +86,8 @@ class _Random(ImageLayer):
 
 class _Geometric(_Random):
     def __init__(self, fill_mode: str = "reflect", interpolation: str = "bilinear",
-                 seed: int | None = None, fill_value: float = 0.0, data_format=None,
-                 **kwargs) -> None:
+                 seed: int | None = None, fill_value: float = 0.0, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed, data_format, **kwargs)
         cls = type(self).__name__
         if fill_mode not in _FILL_MODES:
@@ -127,7 +129,7 @@ class RandomFlip(_Random):
     _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
     def __init__(self, mode: str = "horizontal_and_vertical", seed: int | None = None,
-                 data_format=None, **kwargs) -> None:
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(seed, data_format, **kwargs)
         if mode not in self._MODES:
             raise ValueError(f"RandomFlip: `mode` must be one of {self._MODES}; received "
@@ -160,8 +162,8 @@ class RandomRotation(_Geometric):
     """
 
     def __init__(self, factor, fill_mode: str = "reflect", interpolation: str = "bilinear",
-                 seed: int | None = None, fill_value: float = 0.0, data_format=None,
-                 **kwargs) -> None:
+                 seed: int | None = None, fill_value: float = 0.0, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.factor = factor_range("RandomRotation", "factor", factor, -1.0, 1.0)
 
@@ -200,7 +202,7 @@ class RandomZoom(_Geometric):
 
     def __init__(self, height_factor, width_factor=None, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: int | None = None,
-                 fill_value: float = 0.0, data_format=None, **kwargs) -> None:
+                 fill_value: float = 0.0, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         cls = "RandomZoom"
         self.height_factor, self.width_factor = height_factor, width_factor
@@ -239,7 +241,7 @@ class RandomTranslation(_Geometric):
 
     def __init__(self, height_factor, width_factor, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: int | None = None,
-                 fill_value: float = 0.0, data_format=None, **kwargs) -> None:
+                 fill_value: float = 0.0, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         cls = "RandomTranslation"
         self.height_factor, self.width_factor = height_factor, width_factor
@@ -276,7 +278,8 @@ class RandomContrast(_Random):
 
     _cast_int_inputs = False
 
-    def __init__(self, factor, value_range=(0, 255), seed: int | None = None, **kwargs):
+    def __init__(self, factor, value_range=(0, 255), seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed, kwargs.pop("data_format", None), **kwargs)
         if isinstance(factor, (tuple, list)) and len(factor) == 2 and \
                 factor[0] <= 1 and factor[1] >= 0:
