@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 __all__ = ["show_config", "config_info"]
 
@@ -85,7 +86,7 @@ def config_info() -> dict:
     }
 
 
-def show_config(file=None) -> None:
+def show_config(file: TextIO | None = None) -> None:
     """Print layerkit's version, its dependencies' and optional extras' versions, the BLAS
     NumPy uses, thread settings, Python and platform (for bug reports).
 

@@ -159,7 +159,7 @@ def get(identifier: Any) -> Any:
     raise ValueError(f"cannot interpret {identifier!r} as a constraint")
 
 
-def serialize(constraint) -> Any:
+def serialize(constraint: Any) -> Any:
     """Keras's config of a constraint (None stays None; see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import serialize_keras_object
 

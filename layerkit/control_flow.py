@@ -31,7 +31,7 @@ from layerkit.keras_ops.core import _select, _traced_bool
 __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]
 
 
-def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None,
+def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None = None,
          name: str | None = None) -> Any:
     """``true_fn()`` if ``pred`` is true, else ``false_fn()`` (``tf.cond``).
 
@@ -60,8 +60,8 @@ def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None
     return _select(p, true_fn(), false_fn())
 
 
-def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False,
-         strict: bool = False, name: str | None = None):
+def case(pred_fn_pairs: Any, default: Callable | None = None, exclusive: bool = False,
+         strict: bool = False, name: str | None = None) -> Any:
     """The result of the first callable whose predicate is true, else ``default()``
     (``tf.case``).
 
@@ -113,8 +113,8 @@ def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False
     return result
 
 
-def switch_case(branch_index, branch_fns, default: Callable | None = None,
-                name: str | None = None):
+def switch_case(branch_index: Any, branch_fns: Any, default: Callable | None = None,
+                name: str | None = None) -> Any:
     """``branch_fns[branch_index]()`` (``tf.switch_case``); an index out of range runs
     ``default``, or the last branch when there is no default.
 
@@ -157,9 +157,9 @@ def switch_case(branch_index, branch_fns, default: Callable | None = None,
     return table.get(index, fallback)()
 
 
-def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
-               parallel_iterations: int = 10, back_prop: bool = True,
-               swap_memory: bool = False, maximum_iterations=None, name: str | None = None) -> Any:
+def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any = None,
+               parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+               maximum_iterations: Any = None, name: str | None = None) -> Any:
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` (``tf.while_loop``).
 
     A list or tuple of loop variables is passed positionally (nested structures inside
@@ -229,10 +229,10 @@ class TensorArray:
         ([[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], 3)
     """
 
-    def __init__(self, dtype: DTypeLike, size: Any = None, dynamic_size=None, clear_after_read=None,
-                 tensor_array_name=None, handle=None, flow=None, infer_shape: bool = True,
-                 element_shape=None, colocate_with_first_write_call: bool = True,
-                 name: str | None = None) -> None:
+    def __init__(self, dtype: DTypeLike, size: Any = None, dynamic_size: Any = None,
+                 clear_after_read: Any = None, tensor_array_name: Any = None, handle: Any = None,
+                 flow: Any = None, infer_shape: bool = True, element_shape: Any = None,
+                 colocate_with_first_write_call: bool = True, name: str | None = None) -> None:
         import layerkit as lk
 
         self._lk = lk
@@ -246,7 +246,7 @@ class TensorArray:
             None if d is None else int(d) for d in element_shape)
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return self._dtype
 
     @property
@@ -254,7 +254,7 @@ class TensorArray:
         return self._dynamic
 
     @property
-    def element_shape(self):
+    def element_shape(self) -> Any:
         return self._lk.TensorShape(self._element_shape)
 
     def _index(self, index, who: str) -> int:
@@ -279,7 +279,7 @@ class TensorArray:
                              f"the array's {self._element_shape}")
         return t
 
-    def write(self, index, value: Any, name: str | None = None) -> TensorArray:
+    def write(self, index: int | TensorLike, value: Any, name: str | None = None) -> TensorArray:
         """Store ``value`` at ``index`` and return the array."""
         i = self._index(index, "write")
         if i >= len(self._items):
@@ -291,7 +291,7 @@ class TensorArray:
         self._items[i] = self._value(value, "write")
         return self
 
-    def read(self, index, name: str | None = None) -> Tensor:
+    def read(self, index: int | TensorLike, name: str | None = None) -> Tensor:
         """The element at ``index`` (zeros if it was never written and its shape is
         known)."""
         i = self._index(index, "read")
@@ -342,7 +342,7 @@ class TensorArray:
             self.write(i, t[k])
         return self
 
-    def split(self, value: Any, lengths, name: str | None = None) -> TensorArray:
+    def split(self, value: Any, lengths: TensorLike, name: str | None = None) -> TensorArray:
         """Write consecutive pieces of ``value`` (along its first axis) of ``lengths``."""
         t = self._lk.convert_to_tensor(value)
         start, items = 0, []

@@ -326,7 +326,7 @@ def get(identifier: Any) -> Any:
     raise ValueError(f"cannot interpret {identifier!r} as an initializer")
 
 
-def serialize(initializer) -> dict | str | None:
+def serialize(initializer: Any) -> dict | str | None:
     """Keras's config of an initializer (None and names stay as they are).
 
     Raises:

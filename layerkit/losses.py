@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -517,8 +518,8 @@ class LossFunctionWrapper(Loss):
         **kwargs: passed to ``fn`` on every call.
     """
 
-    def __init__(self, fn, reduction: str = "sum_over_batch_size", name: str | None = None,
-                 dtype: DTypeLike = None, **kwargs: Any) -> None:
+    def __init__(self, fn: Callable, reduction: str = "sum_over_batch_size",
+                 name: str | None = None, dtype: DTypeLike = None, **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", None), reduction=reduction,
                          dtype=dtype)
         self.fn = fn
@@ -834,7 +835,7 @@ def get(identifier: Any) -> Loss | None:
     raise ValueError(f"could not interpret loss identifier {identifier!r}")
 
 
-def serialize(loss) -> dict | str:
+def serialize(loss: Any) -> dict | str:
     """Keras's config of a loss object or function (see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import serialize_keras_object
 

@@ -20,7 +20,7 @@ __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "seria
 class Regularizer:
     """Base class: ``reg(weight) -> scalar Tensor`` written with layerkit ops."""
 
-    def __call__(self, x: TensorLike):
+    def __call__(self, x: TensorLike) -> Any:
         raise NotImplementedError
 
     def get_config(self) -> dict:
@@ -90,7 +90,7 @@ def get(identifier: Any) -> Any:
     raise ValueError(f"cannot interpret {identifier!r} as a regularizer")
 
 
-def serialize(regularizer) -> Any:
+def serialize(regularizer: Any) -> Any:
     """Keras's config of a regularizer (None and names stay as they are)."""
     if regularizer is None or isinstance(regularizer, str):
         return regularizer

@@ -110,7 +110,7 @@ class DType:
         return self.dtype.itemsize
 
     @property
-    def min(self):
+    def min(self) -> Any:
         """The smallest value (a NumPy float for float dtypes, an int for integers).
 
         Raises:
@@ -119,7 +119,7 @@ class DType:
         return self._limit("minimum", 0)
 
     @property
-    def max(self):
+    def max(self) -> Any:
         """The largest value. Raises ``TypeError`` for bool and complex dtypes."""
         return self._limit("maximum", 1)
 
@@ -214,7 +214,7 @@ complex64 = _BY_NAME["complex64"]
 complex128 = _BY_NAME["complex128"]
 
 
-def as_dtype(type_value) -> DType:
+def as_dtype(type_value: Any) -> DType:
     """The :class:`DType` for a dtype name, NumPy type or dtype, or DType (TF's rule).
 
     ``'float'`` and Python's ``float`` mean float32 and Python's ``int`` int32, as for

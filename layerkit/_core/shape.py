@@ -56,7 +56,7 @@ class TensorShape:
 
     __slots__ = ("_dims",)
 
-    def __init__(self, dims=None) -> None:
+    def __init__(self, dims: Any = None) -> None:
         if dims is None:
             self._dims = None
         elif isinstance(dims, TensorShape):

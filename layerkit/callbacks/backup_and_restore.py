@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from layerkit._core.types import Logs
+from layerkit._core.types import Logs, PathLike
 from layerkit.callbacks.callback import Callback, batch_save_due, check_save_freq
 from layerkit.checkpoint import Checkpoint, CheckpointError, GlobalRNG
 
@@ -58,8 +58,8 @@ class BackupAndRestore(Callback):
 
     FILENAME = "training_state.ckpt"
 
-    def __init__(self, backup_dir, save_freq: str = "epoch", double_checkpoint: bool = False,
-                 delete_checkpoint: bool = True) -> None:
+    def __init__(self, backup_dir: PathLike, save_freq: str = "epoch",
+                 double_checkpoint: bool = False, delete_checkpoint: bool = True) -> None:
         super().__init__()
         if not backup_dir:
             raise ValueError("BackupAndRestore: empty `backup_dir` argument passed")

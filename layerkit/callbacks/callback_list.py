@@ -40,8 +40,8 @@ class CallbackList(Callback):
         [0]
     """
 
-    def __init__(self, callbacks=None, add_history: bool = False, add_progbar: bool = False,
-                 model: Any = None, **params) -> None:
+    def __init__(self, callbacks: Any = None, add_history: bool = False, add_progbar: bool = False,
+                 model: Any = None, **params: Any) -> None:
         super().__init__()
         self.callbacks = _flatten(callbacks or [])
         for cb in self.callbacks:

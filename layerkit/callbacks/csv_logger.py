@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from layerkit._core.types import Logs
+from layerkit._core.types import Logs, PathLike
 from layerkit.callbacks.callback import Callback
 
 
@@ -38,7 +38,7 @@ class CSVLogger(Callback):
         >>> logger = lk.callbacks.CSVLogger("training.csv", separator=";")
     """
 
-    def __init__(self, filename, separator: str = ",", append: bool = False) -> None:
+    def __init__(self, filename: PathLike, separator: str = ",", append: bool = False) -> None:
         super().__init__()
         self.sep = separator
         self.filename = os.fspath(filename)

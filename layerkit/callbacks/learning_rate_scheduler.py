@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class LearningRateScheduler(Callback):
         >>> cb = lk.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.9)
     """
 
-    def __init__(self, schedule, verbose: int = 0) -> None:
+    def __init__(self, schedule: Callable, verbose: int = 0) -> None:
         super().__init__()
         self.schedule = schedule
         self.verbose = verbose

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class MonitorCallback(Callback):
         monitor_op: ``numpy.less`` or ``numpy.greater`` once the direction is known.
     """
 
-    def __init__(self, monitor: str = "val_loss", mode: str = "auto", baseline=None,
+    def __init__(self, monitor: str = "val_loss", mode: str = "auto", baseline: float | None = None,
                  min_delta: float = 0) -> None:
         super().__init__()
         if mode not in ("auto", "min", "max"):
@@ -99,7 +100,7 @@ class MonitorCallback(Callback):
             self._set_monitor_op()
         return bool(self.monitor_op(monitor_value - self.min_delta, reference_value))
 
-    def get_monitor_value(self, logs: dict | None):
+    def get_monitor_value(self, logs: dict | None) -> Any:
         """``logs[monitor]``, or None with a warning naming the available keys."""
         logs = logs or {}
         value = logs.get(self.monitor)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TextIO
 
 from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
@@ -21,7 +22,7 @@ class ProgbarLogger(Callback):
         interval: minimum seconds between redraws on a terminal.
     """
 
-    def __init__(self, stream=None, interval: float = 0.05) -> None:
+    def __init__(self, stream: TextIO | None = None, interval: float = 0.05) -> None:
         super().__init__()
         self.stream = stream
         self.interval = interval

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class TensorBoard(Callback):
     def __init__(self, log_dir: str = "logs", histogram_freq: int = 0, write_graph: bool = True,
                  write_images: bool = False, write_steps_per_second: bool = False,
                  update_freq: str | int = "epoch", profile_batch: int = 0, embeddings_freq: int = 0,
-                 embeddings_metadata=None) -> None:
+                 embeddings_metadata: Any = None) -> None:
         super().__init__()
         if update_freq == "batch":
             update_freq = 1

@@ -228,7 +228,7 @@ class CheckpointLoadStatus:
             (an unbuilt layer, optimizer slots before the first step).
     """
 
-    def __init__(self, path: PathLike, matched, missing, unexpected) -> None:
+    def __init__(self, path: PathLike, matched: Any, missing: Any, unexpected: Any) -> None:
         self.path = path
         self.matched = list(matched)
         self.missing = list(missing)
@@ -389,7 +389,7 @@ class Checkpoint:
         array([1., 2.], dtype=float32)
     """
 
-    def __init__(self, **objects) -> None:
+    def __init__(self, **objects: Any) -> None:
         object.__setattr__(self, "_objects", {})
         object.__setattr__(self, "_save_counter",
                            Variable(np.int64(0), trainable=False, name="save_counter"))
@@ -466,7 +466,7 @@ class Checkpoint:
         write_file(path, tensors, meta)
         return path
 
-    def save(self, file_prefix, options: Any = None) -> str:
+    def save(self, file_prefix: PathLike, options: Any = None) -> str:
         """Increment :attr:`save_counter` and write ``{file_prefix}-{save_counter}``.
 
         Also records the file as the latest checkpoint of its directory, so
@@ -496,7 +496,7 @@ class Checkpoint:
             raise
 
     # ---- restoring ----
-    def restore(self, save_path, options: Any = None) -> CheckpointLoadStatus:
+    def restore(self, save_path: PathLike | None, options: Any = None) -> CheckpointLoadStatus:
         """Restore from a file, the latest checkpoint of a directory, or nothing (None).
 
         Everything is read and verified before anything is assigned. Values for
@@ -525,7 +525,7 @@ class Checkpoint:
             save_path = found
         return self.read(save_path)
 
-    def read(self, save_path, options: Any = None) -> CheckpointLoadStatus:
+    def read(self, save_path: PathLike, options: Any = None) -> CheckpointLoadStatus:
         """Restore from one checkpoint file (see :meth:`restore`)."""
         return restore_file(self, save_path)
 

@@ -28,6 +28,7 @@ import struct
 import sys
 import threading
 import zlib
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -447,7 +448,7 @@ class CheckpointReader:
         """
         return self.read_many([key])[key]
 
-    def read_many(self, keys) -> dict:
+    def read_many(self, keys: Iterable[str]) -> dict:
         """Read several arrays in file order, verifying each one's checksum.
 
         Arrays are placed in shared "slabs" of at least 16 MiB instead of one

@@ -7,10 +7,11 @@ only reads its ``_node``).
 """
 from __future__ import annotations
 
+import collections.abc
 import glob as _glob
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,7 @@ class Iterator(itertools.chain):
         self._ended = ended
         return self
 
-    def get_next(self):
+    def get_next(self) -> Any:
         """The next element, as ``tf.data``'s iterator.
 
         Raises:
@@ -233,7 +234,7 @@ class Dataset:
     def __iter__(self) -> Iterator:
         return Iterator(self)
 
-    def as_numpy_iterator(self):
+    def as_numpy_iterator(self) -> collections.abc.Iterator[Any]:
         """Iterate with NumPy values: arrays, NumPy scalars for 0-d tensors, bytes for strings.
 
         Examples:
@@ -280,7 +281,7 @@ class Dataset:
 
     # ---- sources ----------------------------------------------------------------------------
     @staticmethod
-    def from_tensor_slices(tensors) -> Dataset:
+    def from_tensor_slices(tensors: Any) -> Dataset:
         """Elements are the slices of ``tensors`` along the first axis.
 
         Args:
@@ -296,7 +297,7 @@ class Dataset:
         return Dataset(TensorSlicesNode(tensors))
 
     @staticmethod
-    def from_tensors(tensors) -> Dataset:
+    def from_tensors(tensors: Any) -> Dataset:
         """A dataset with the single element ``tensors``."""
         return Dataset(TensorsNode(tensors))
 
@@ -315,8 +316,8 @@ class Dataset:
         return Dataset(RangeNode(int(start), int(stop), int(step), dtype))
 
     @staticmethod
-    def from_generator(generator: Callable, output_types=None, output_shapes=None, args: Any = None,
-                       output_signature=None) -> Dataset:
+    def from_generator(generator: Callable, output_types: Any = None, output_shapes: Any = None,
+                       args: Any = None, output_signature: Any = None) -> Dataset:
         """Elements produced by ``generator()`` (called once per pass).
 
         Args:
@@ -339,7 +340,7 @@ class Dataset:
         return Dataset(GeneratorNode(generator, output_signature, args))
 
     @staticmethod
-    def zip(*args: Any, datasets=None) -> Dataset:
+    def zip(*args: Any, datasets: Any = None) -> Dataset:
         """Elements are tuples (or the given nested structure) of the inputs' elements.
 
         ``Dataset.zip(a, b)`` and ``Dataset.zip((a, b))`` give ``(x_a, x_b)``;
@@ -361,7 +362,8 @@ class Dataset:
         return Dataset(ZipNode(structure, nodes))
 
     @staticmethod
-    def list_files(file_pattern, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
+    def list_files(file_pattern: Any, shuffle: bool | None = None,
+                   seed: int | None = None) -> Dataset:
         """File names matching glob pattern(s), as bytes scalars, sorted.
 
         Args:
@@ -387,7 +389,7 @@ class Dataset:
         return ds
 
     @staticmethod
-    def from_parquet(paths, columns: list[str] | None = None,
+    def from_parquet(paths: Any, columns: list[str] | None = None,
                      read_batch_size: int = DEFAULT_READ_BATCH, *,
                      verify_checksums: bool = True) -> Dataset:
         """Rows of Parquet files as dicts ``column -> scalar Tensor``, streamed.
@@ -420,16 +422,16 @@ class Dataset:
         return Dataset(ParquetNode(paths, columns, read_batch_size, verify_checksums))
 
     @staticmethod
-    def from_arrow(table_or_reader, columns: list[str] | None = None,
+    def from_arrow(table_or_reader: Any, columns: list[str] | None = None,
                    read_batch_size: int = DEFAULT_READ_BATCH) -> Dataset:
         """Rows of a ``pyarrow.Table``/``RecordBatch`` (re-iterable) or a
         ``RecordBatchReader`` (one pass only) as dicts ``column -> scalar Tensor``."""
         return Dataset(ArrowNode(table_or_reader, columns, read_batch_size))
 
     @staticmethod
-    def from_csv(paths, column_names: list[str] | None = None, column_types: dict | None = None,
-                 select_columns: list[str] | None = None, header: bool = True,
-                 delimiter: str = ",", column_defaults: dict | None = None,
+    def from_csv(paths: Any, column_names: list[str] | None = None,
+                 column_types: dict | None = None, select_columns: list[str] | None = None,
+                 header: bool = True, delimiter: str = ",", column_defaults: dict | None = None,
                  block_size: int = 1 << 20) -> Dataset:
         """Rows of CSV files as dicts ``column -> scalar Tensor``, streamed with pyarrow.
 
@@ -507,7 +509,7 @@ class Dataset:
         """
         return Dataset(BatchNode(self._node, batch_size, drop_remainder))
 
-    def padded_batch(self, batch_size: int, padded_shapes=None, padding_values=None,
+    def padded_batch(self, batch_size: int, padded_shapes: Any = None, padding_values: Any = None,
                      drop_remainder: bool = False) -> Dataset:
         """Batch elements of different shapes, padding every component.
 
@@ -605,7 +607,7 @@ class Dataset:
         return out
 
     # ---- tf.data's further transformations --------------------------------------------------
-    def reduce(self, initial_state: Any, reduce_func: Callable):
+    def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
         """Fold all elements into one value: ``state = reduce_func(state, element)``.
 
         Args:
@@ -722,9 +724,10 @@ class Dataset:
         return Dataset(GroupByWindowNode(self._node, key_func, reduce_func, window_size,
                                          window_size_func))
 
-    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries,
-                                  bucket_batch_sizes, padded_shapes=None, padding_values=None,
-                                  pad_to_bucket_boundary: bool = False, no_padding: bool = False,
+    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries: Any,
+                                  bucket_batch_sizes: Any, padded_shapes: Any = None,
+                                  padding_values: Any = None, pad_to_bucket_boundary: bool = False,
+                                  no_padding: bool = False,
                                   drop_remainder: bool = False) -> Dataset:
         """Batch elements of similar length together (``group_by_window`` + ``padded_batch``).
 
@@ -737,7 +740,8 @@ class Dataset:
             self, element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
             padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
 
-    def rejection_resample(self, class_func: Callable, target_dist, initial_dist=None,
+    def rejection_resample(self, class_func: Callable, target_dist: TensorLike,
+                           initial_dist: TensorLike | None = None,
                            seed: int | None = None) -> Dataset:
         """Resample so that the classes follow ``target_dist``, as tf.data: elements
         become ``(class, element)``.
@@ -756,8 +760,8 @@ class Dataset:
         return Dataset(AssertCardinalityNode(self._node, expected_cardinality))
 
     @staticmethod
-    def sample_from_datasets(datasets, weights: TensorLike | None = None, seed: int | None = None,
-                             stop_on_empty_dataset: bool = False,
+    def sample_from_datasets(datasets: Sequence[Dataset], weights: TensorLike | None = None,
+                             seed: int | None = None, stop_on_empty_dataset: bool = False,
                              rerandomize_each_iteration: bool | None = None) -> Dataset:
         """Each element from a randomly chosen input: ``datasets[i]`` with probability
         ``weights[i] / sum(weights)`` (uniform by default).
@@ -794,7 +798,7 @@ class Dataset:
                                               "Dataset.sample_from_datasets"))
 
     @staticmethod
-    def choose_from_datasets(datasets, choice_dataset: Dataset,
+    def choose_from_datasets(datasets: Sequence[Dataset], choice_dataset: Dataset,
                              stop_on_empty_dataset: bool = True) -> Dataset:
         """Element ``k`` comes from ``datasets[c_k]``, ``c_k`` the k-th element of
         ``choice_dataset`` (int64 scalars).
@@ -834,8 +838,8 @@ class Dataset:
         """
         return Dataset(RandomNode(seed=seed, rerandomize=rerandomize_each_iteration))
 
-    def save(self, path: PathLike, compression=None, shard_func: Callable | None = None,
-             checkpoint_args=None) -> None:
+    def save(self, path: PathLike, compression: str | None = None,
+             shard_func: Callable | None = None, checkpoint_args: Any = None) -> None:
         """Write all elements to the directory ``path`` (replaced if it holds an earlier save).
 
         The format (``docs/data_save_format.md``): ``dataset_spec.json`` and one
@@ -854,7 +858,7 @@ class Dataset:
         _save.save(self._node, path, compression, shard_func)
 
     @staticmethod
-    def load(path: PathLike, element_spec=None, compression=None,
+    def load(path: PathLike, element_spec: Any = None, compression: str | None = None,
              reader_func: Callable | None = None) -> Dataset:
         """A dataset saved by :meth:`save`, with its element_spec.
 
@@ -919,7 +923,7 @@ class TextLineDataset(Dataset):
 
     __slots__ = ()
 
-    def __init__(self, filenames, compression_type: str | None = None,
+    def __init__(self, filenames: Any, compression_type: str | None = None,
                  buffer_size: int | None = None, num_parallel_reads: int | None = None) -> None:
         if isinstance(filenames, Dataset) or num_parallel_reads:
             if isinstance(filenames, Dataset):

@@ -7,6 +7,8 @@ without walking types again (the per-element hot path).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.convert import to_array
@@ -36,7 +38,7 @@ class DatasetSpec:
 
     __slots__ = ("element_spec",)
 
-    def __init__(self, element_spec) -> None:
+    def __init__(self, element_spec: Any) -> None:
         self.element_spec = element_spec
 
     def __eq__(self, other) -> bool:

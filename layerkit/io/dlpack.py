@@ -14,6 +14,8 @@ Copy semantics (both directions share memory unless a copy is asked for or neede
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.op import wrap
@@ -23,7 +25,7 @@ from layerkit._core.types import TensorLike
 __all__ = ["from_dlpack"]
 
 
-def from_dlpack(x: TensorLike, *, device=None, copy: bool | None = None) -> Tensor:
+def from_dlpack(x: TensorLike, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """A Tensor sharing the memory of a DLPack-capable object (no copy by default).
 
     Args:

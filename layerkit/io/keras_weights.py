@@ -247,7 +247,8 @@ def _by_group(flat: dict) -> dict:
     return {g: [items[i] for i in sorted(items)] for g, items in groups.items()}
 
 
-def load_h5_group(model: Any, group, source: str = "<h5>", skip_mismatch: bool = False) -> list:
+def load_h5_group(model: Any, group: Any, source: str = "<h5>",
+                  skip_mismatch: bool = False) -> list:
     """Assign the weights of an open Keras 3 h5py weights tree to a built model
     (:func:`assign_keras_weights` on the tree's datasets)."""
     return assign_keras_weights(model, h5_datasets(group), source, skip_mismatch)

@@ -106,7 +106,9 @@ def _open(path):
                          f"({e})") from None
 
 
-def load_safetensors(path: PathLike, with_metadata: bool = False):
+def load_safetensors(
+    path: PathLike, with_metadata: bool = False,
+) -> dict[str, Tensor] | tuple[dict[str, Tensor], dict[str, str]]:
     """Read every tensor of a ``.safetensors`` file.
 
     Args:

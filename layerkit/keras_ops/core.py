@@ -262,7 +262,7 @@ def map(f: Callable, xs: TensorLike) -> Any:  # noqa: A001 - Keras's name
     return _stack_structs([f(pack_like(xs, [v[i] for v in flat])) for i in range(n)])
 
 
-def vectorized_map(function: Callable, elements: TensorLike) -> Any:
+def vectorized_map(function: Callable, elements: Any) -> Any:
     """``function`` on each slice of ``elements`` along axis 0, stacked (a loop)."""
     return map(function, elements)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -60,7 +60,13 @@ def _kw_axis(axis):
 
 
 # ---- elementwise: unary ----------------------------------------------------------------
-def _named(name: str, fn: Callable, doc: str, args: str = "x") -> Callable:
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: the signatures the factories below give their ops.
+Unary = Callable[[TensorLike], Tensor]
+Binary = Callable[[TensorLike, TensorLike], Tensor]
+
+
+def _named(name: str, fn: _F, doc: str, args: str = "x") -> _F:
     """``fn`` named ``name`` with a docstring (the factories below make many ops)."""
     fn.__name__ = fn.__qualname__ = name
     names = args.split(", ")
@@ -70,13 +76,18 @@ def _named(name: str, fn: Callable, doc: str, args: str = "x") -> Callable:
     return fn
 
 
-def _float_unary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x: fn(floating(x, name)),
-                  f"{doc} (integer and bool inputs give float32)")
+def _float_unary(name: str, fn: Callable, doc: str) -> Unary:
+    def op(x: TensorLike) -> Tensor:
+        return fn(floating(x, name))
+
+    return _named(name, op, f"{doc} (integer and bool inputs give float32)")
 
 
-def _keep_unary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x: fn(t(x)), f"{doc} (keeps the input dtype)")
+def _keep_unary(name: str, fn: Callable, doc: str) -> Unary:
+    def op(x: TensorLike) -> Tensor:
+        return fn(t(x))
+
+    return _named(name, op, f"{doc} (keeps the input dtype)")
 
 
 _LN2 = float(np.log(2.0))
@@ -248,14 +259,18 @@ def _operands(x1, x2):
     return P.promote([a, b])
 
 
-def _binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: fn(*_operands(x1, x2)),
-                  f"{doc} (broadcasting; Keras type promotion)", "x1, x2")
+def _binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return fn(*_operands(x1, x2))
+
+    return _named(name, op, f"{doc} (broadcasting; Keras type promotion)", "x1, x2")
 
 
-def _float_binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: fn(*P.float_pair(x1, x2)),
-                  f"{doc} (broadcasting; integers give float32)", "x1, x2")
+def _float_binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return fn(*P.float_pair(x1, x2))
+
+    return _named(name, op, f"{doc} (broadcasting; integers give float32)", "x1, x2")
 
 
 def _py_scalar(v) -> bool:
@@ -335,9 +350,11 @@ ldexp = _binary("ldexp", lambda a, b: lk.cast(a, FLOATX) * lk.pow(2.0, lk.cast(b
                 "x1 * 2 ** x2")
 
 
-def _bool_binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: fn(lk.cast(t(x1), "bool"), lk.cast(t(x2), "bool")),
-                  f"{doc}; inputs are read as bools", "x1, x2")
+def _bool_binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return fn(lk.cast(t(x1), "bool"), lk.cast(t(x2), "bool"))
+
+    return _named(name, op, f"{doc}; inputs are read as bools", "x1, x2")
 
 
 logical_and = _bool_binary("logical_and", lk.logical_and, "Elementwise and")
@@ -350,9 +367,11 @@ def logical_not(x: TensorLike) -> Tensor:
     return lk.logical_not(lk.cast(t(x), "bool"))
 
 
-def _np_binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: P.run(name, fn, t(x1), t(x2)),
-                  f"{doc} (no gradient)", "x1, x2")
+def _np_binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return P.run(name, fn, t(x1), t(x2))
+
+    return _named(name, op, f"{doc} (no gradient)", "x1, x2")
 
 
 bitwise_and = _np_binary("bitwise_and", np.bitwise_and, "Bitwise and of integers")
@@ -407,7 +426,7 @@ def clip(x: TensorLike, x_min: TensorLike, x_max: TensorLike) -> Tensor:
     return lk.minimum(lk.maximum(x, x_min), x_max)
 
 
-def where(condition: TensorLike, x1: TensorLike | None = None, x2: TensorLike | None = None):
+def where(condition: TensorLike, x1: TensorLike | None = None, x2: TensorLike | None = None) -> Any:
     """``x1`` where ``condition`` else ``x2``; with one argument, ``nonzero(condition)``."""
     if x1 is None and x2 is None:
         return nonzero(condition)
@@ -504,7 +523,7 @@ def arange(start: Any, stop: Any = None, step: int | None = None,
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype: DTypeLike = None, axis: int = 0):
+             dtype: DTypeLike = None, axis: int = 0) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (``endpoint`` included
     by default); float32 unless ``dtype``. Array ``start``/``stop`` add an axis at
     ``axis``. Differentiable in ``start`` and ``stop``."""
@@ -670,9 +689,11 @@ def meshgrid(*x: TensorLike, indexing: str = "xy") -> list:
     return out
 
 
-def _window(name, fn):
-    return _named(name, lambda x: lk.constant(fn(int(x)).astype(FLOATX)),
-                  f"The {name} window of length ``x`` (float32)")
+def _window(name: str, fn: Callable) -> Callable[[int], Tensor]:
+    def op(x: int) -> Tensor:
+        return lk.constant(fn(int(x)).astype(FLOATX))
+
+    return _named(name, op, f"The {name} window of length ``x`` (float32)")
 
 
 bartlett = _window("bartlett", np.bartlett)

@@ -57,8 +57,8 @@ class ReLU(_Elementwise):
 
     _cast_int_inputs = False  # (Keras: relu of integers stays integer)
 
-    def __init__(self, max_value=None, negative_slope: float = 0.0, threshold: float = 0.0,
-                 **kwargs: Any) -> None:
+    def __init__(self, max_value: float | None = None, negative_slope: float = 0.0,
+                 threshold: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_value = _non_negative("ReLU", "max_value", max_value, none_ok=True)
         self.negative_slope = _non_negative("ReLU", "negative_slope", negative_slope)
@@ -115,8 +115,8 @@ class PReLU(_Elementwise):
     Weights: ``alpha`` of the input's sample shape, with 1 on the shared axes.
     """
 
-    def __init__(self, alpha_initializer: str = "Zeros", alpha_regularizer=None,
-                 alpha_constraint=None, shared_axes=None, **kwargs: Any) -> None:
+    def __init__(self, alpha_initializer: str = "Zeros", alpha_regularizer: Any = None,
+                 alpha_constraint: Any = None, shared_axes: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.alpha_initializer = initializers.get(alpha_initializer)
         self.alpha_regularizer = regularizers.get(alpha_regularizer)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from layerkit._core.tensor import Tensor
 from layerkit._core.types import TensorLike
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
@@ -10,27 +11,27 @@ from layerkit.primitives import nn as _nn
 __all__ = ["get", "serialize", "linear"]
 
 
-def linear(x: TensorLike):
+def linear(x: TensorLike) -> Any:
     """The identity activation."""
     return x
 
 
-def softsign(x: TensorLike):
+def softsign(x: TensorLike) -> Tensor:
     """``x / (1 + |x|)``."""
     return _ew.divide(x, _ew.add(_ew.abs(x), 1.0))
 
 
-def hard_sigmoid(x: TensorLike):
+def hard_sigmoid(x: TensorLike) -> Tensor:
     """Keras 3's piecewise-linear sigmoid: ``relu6(x + 3) / 6``."""
     return _ew.divide(_nn.relu6(_ew.add(x, 3.0)), 6.0)
 
 
-def hard_silu(x: TensorLike):
+def hard_silu(x: TensorLike) -> Tensor:
     """``x * hard_sigmoid(x)`` (Keras's ``hard_silu`` / ``hard_swish``)."""
     return _ew.multiply(x, hard_sigmoid(x))
 
 
-def mish(x: TensorLike):
+def mish(x: TensorLike) -> Tensor:
     """``x * tanh(softplus(x))``."""
     return _ew.multiply(x, _ew.tanh(_nn.softplus(x)))
 
@@ -77,7 +78,7 @@ def get(identifier: Any) -> Any:
     raise ValueError(f"cannot interpret {identifier!r} as an activation")
 
 
-def serialize(fn) -> Any:
+def serialize(fn: Any) -> Any:
     """The Keras name of a built-in activation, else Keras's config of the function or
     object (``lk.saving.serialize_keras_object``)."""
     for name, f in _names().items():

@@ -98,8 +98,8 @@ class MultiHeadAttention(Layer):
     supports_masking = True
 
     def __init__(self, num_heads: int, key_dim: int, value_dim: int | None = None,
-                 dropout: float = 0.0, use_bias: bool = True, output_shape=None,
-                 attention_axes=None, kernel_initializer: Any = "glorot_uniform",
+                 dropout: float = 0.0, use_bias: bool = True, output_shape: Any = None,
+                 attention_axes: Any = None, kernel_initializer: Any = "glorot_uniform",
                  bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
                  bias_regularizer: Any = None, kernel_constraint: Any = None,
                  bias_constraint: Any = None, seed: int | None = None, **kwargs: Any) -> None:
@@ -133,7 +133,7 @@ class MultiHeadAttention(Layer):
                             constraint=self.bias_constraint) if self.use_bias else None
         return k, b
 
-    def build(self, query_shape, value_shape, key_shape=None) -> None:
+    def build(self, query_shape: Any, value_shape: Any, key_shape: Any = None) -> None:
         key_shape = value_shape if key_shape is None else key_shape
         for what, s in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
             if len(s) != 3 or s[-1] is None:
@@ -156,8 +156,8 @@ class MultiHeadAttention(Layer):
             y = _ew.add(y, _array.reshape(bias, (h * e,)))
         return _array.transpose(_array.reshape(y, (b, n, h, e)), (0, 2, 1, 3))
 
-    def call(self, query: Tensor, value: Tensor, key: Tensor | None = None, query_mask=None,
-             value_mask=None, key_mask=None, attention_mask=None,
+    def call(self, query: Tensor, value: Tensor, key: Tensor | None = None, query_mask: Any = None,
+             value_mask: Any = None, key_mask: Any = None, attention_mask: Any = None,
              return_attention_scores: bool = False, training: bool | None = None,
              use_causal_mask: bool = False) -> Any:
         key = value if key is None else key

@@ -228,10 +228,10 @@ class _ConvTranspose(_Conv):
     """Conv1DTranspose/2D/3D: the gradient of a convolution with respect to its input."""
 
     def __init__(self, filters: int, kernel_size: int | Sequence[int],
-                 strides: int | Sequence[int] = 1, padding: str = "valid", output_padding=None,
-                 data_format: str | None = None, dilation_rate: int | Sequence[int] = 1,
-                 activation: str | Callable | None = None, use_bias: bool = True,
-                 **kwargs: Any) -> None:
+                 strides: int | Sequence[int] = 1, padding: str = "valid",
+                 output_padding: Any = None, data_format: str | None = None,
+                 dilation_rate: int | Sequence[int] = 1, activation: str | Callable | None = None,
+                 use_bias: bool = True, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, **kwargs)
         cls = type(self).__name__

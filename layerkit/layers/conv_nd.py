@@ -93,7 +93,7 @@ class Conv3DTranspose(_ConvTranspose):
 
     def __init__(self, filters: int, kernel_size: int | Sequence[int],
                  strides: int | Sequence[int] = (1, 1, 1), padding: str = "valid",
-                 data_format: str | None = None, output_padding=None,
+                 data_format: str | None = None, output_padding: Any = None,
                  dilation_rate: int | Sequence[int] = (1, 1, 1),
                  activation: str | Callable | None = None, use_bias: bool = True,
                  **kwargs: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,7 +178,7 @@ class Reshape(Layer):
     Input shape: ``(batch, ...)``. Output shape: ``(batch,) + target_shape``.
     """
 
-    def __init__(self, target_shape, **kwargs: Any) -> None:
+    def __init__(self, target_shape: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
 
@@ -227,7 +227,7 @@ class Dropout(SeededLayer):
 
     supports_masking = True
 
-    def __init__(self, rate: float, noise_shape=None, seed: int | None = None,
+    def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not 0 <= rate < 1:
@@ -387,8 +387,8 @@ class Lambda(Layer):
         array([[3., 3.]], dtype=float32)
     """
 
-    def __init__(self, function, output_shape=None, mask: Any = None, arguments=None,
-                 **kwargs: Any) -> None:
+    def __init__(self, function: Callable, output_shape: Any = None, mask: Any = None,
+                 arguments: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not callable(function):
             raise TypeError(f"Lambda: `function` must be callable; received {function!r}")
@@ -441,7 +441,7 @@ class Lambda(Layer):
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None,
-                    safe_mode=None) -> Lambda:
+                    safe_mode: bool | None = None) -> Lambda:
         """A Lambda from :meth:`get_config` (functions found by name; see the class).
 
         Raises:
@@ -479,10 +479,10 @@ class InputLayer(Layer):
         ValueError: neither or both of ``shape`` and ``batch_shape``, or unsupported args.
     """
 
-    def __init__(self, shape: int | ShapeLike | None = None, batch_size=None,
-                 dtype: DTypeLike = None, sparse=None, batch_shape=None, input_tensor=None,
-                 optional: bool = False, name: str | None = None, ragged=None,
-                 **kwargs: Any) -> None:
+    def __init__(self, shape: int | ShapeLike | None = None, batch_size: Any = None,
+                 dtype: DTypeLike = None, sparse: Any = None, batch_shape: Any = None,
+                 input_tensor: Any = None, optional: bool = False, name: str | None = None,
+                 ragged: Any = None, **kwargs: Any) -> None:
         shape = kwargs.pop("input_shape", shape)
         batch_shape = kwargs.pop("batch_input_shape", batch_shape)
         if kwargs:

@@ -52,7 +52,7 @@ _MASK_INFO: dict = {}
 _MASKS = [False]
 
 
-def get_keras_mask(x: TensorLike):
+def get_keras_mask(x: TensorLike) -> Any:
     """The Keras mask attached to tensor ``x`` by the layer that produced it, or None."""
     return getattr(x, "_keras_mask", None) if isinstance(x, Tensor) else None
 
@@ -307,7 +307,7 @@ class Layer(Tracked):
         return nodes[0]
 
     @property
-    def input(self):
+    def input(self) -> Any:
         """The symbolic input of this layer's first call in a functional graph (a list
         when that call took several), as Keras's ``layer.input``.
 
@@ -318,7 +318,7 @@ class Layer(Tracked):
         return inputs[0] if len(inputs) == 1 else list(inputs)
 
     @property
-    def output(self):
+    def output(self) -> Any:
         """The symbolic output of this layer's first call in a functional graph, as
         Keras's ``layer.output`` (``lk.Model(model.input, layer.output)`` extracts
         features).
@@ -329,8 +329,8 @@ class Layer(Tracked):
         return self._first_node("output").outputs
 
     def add_weight(self, name: str | None = None, shape: Sequence[int] | None = None,
-                   initializer=None, dtype: DTypeLike = None, trainable: bool = True,
-                   regularizer=None, constraint=None) -> Variable:
+                   initializer: Any = None, dtype: DTypeLike = None, trainable: bool = True,
+                   regularizer: Any = None, constraint: Any = None) -> Variable:
         """Create a weight Variable owned by this layer (call it in __init__ or build).
 
         Keras 3's positional order ``add_weight(shape, initializer, dtype)`` works too.
@@ -444,7 +444,7 @@ class Layer(Tracked):
         return int(sum(int(np.prod(v.shape)) for v in ws))
 
     # ---- losses --------------------------------------------------------------------
-    def add_loss(self, loss) -> None:
+    def add_loss(self, loss: Any) -> None:
         """Add a scalar loss; inside call() it lasts until the next outermost call."""
         if not _STACK:
             self._eager_losses.append(loss)
@@ -463,7 +463,7 @@ class Layer(Tracked):
     def build(self, input_shape: Any) -> None:
         """Create weights from ``input_shape`` (a tuple incl. the batch dim, or a list)."""
 
-    def call(self, *args: Any, **kwargs: Any):
+    def call(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"layer '{self.name}' ({type(self).__name__}) must "
                                   f"implement call()")
 

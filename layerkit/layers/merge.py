@@ -291,41 +291,41 @@ class Dot(_Merge):
 
 
 # ---- functional forms (Keras: keras.layers.add(inputs, **kwargs), ...) --------------------
-def add(inputs: Any, **kwargs: Any):
+def add(inputs: Any, **kwargs: Any) -> Any:
     """``Add(**kwargs)(inputs)``."""
     return Add(**kwargs)(inputs)
 
 
-def subtract(inputs: Any, **kwargs: Any):
+def subtract(inputs: Any, **kwargs: Any) -> Any:
     """``Subtract(**kwargs)(inputs)``."""
     return Subtract(**kwargs)(inputs)
 
 
-def multiply(inputs: Any, **kwargs: Any):
+def multiply(inputs: Any, **kwargs: Any) -> Any:
     """``Multiply(**kwargs)(inputs)``."""
     return Multiply(**kwargs)(inputs)
 
 
-def average(inputs: Any, **kwargs: Any):
+def average(inputs: Any, **kwargs: Any) -> Any:
     """``Average(**kwargs)(inputs)``."""
     return Average(**kwargs)(inputs)
 
 
-def maximum(inputs: Any, **kwargs: Any):
+def maximum(inputs: Any, **kwargs: Any) -> Any:
     """``Maximum(**kwargs)(inputs)``."""
     return Maximum(**kwargs)(inputs)
 
 
-def minimum(inputs: Any, **kwargs: Any):
+def minimum(inputs: Any, **kwargs: Any) -> Any:
     """``Minimum(**kwargs)(inputs)``."""
     return Minimum(**kwargs)(inputs)
 
 
-def concatenate(inputs: Any, axis: int = -1, **kwargs: Any):
+def concatenate(inputs: Any, axis: int = -1, **kwargs: Any) -> Any:
     """``Concatenate(axis=axis, **kwargs)(inputs)``."""
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
-def dot(inputs: Any, axes: Any = -1, normalize: bool = False, **kwargs: Any):
+def dot(inputs: Any, axes: Any = -1, normalize: bool = False, **kwargs: Any) -> Any:
     """``Dot(axes=axes, normalize=normalize, **kwargs)(inputs)``."""
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

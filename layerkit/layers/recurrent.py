@@ -83,7 +83,7 @@ class RNN(Layer):
 
     supports_masking = True
 
-    def __init__(self, cell, return_sequences: bool = False, return_state: bool = False,
+    def __init__(self, cell: Any, return_sequences: bool = False, return_state: bool = False,
                  go_backwards: bool = False, stateful: bool = False, unroll: bool = False,
                  zero_output_for_mask: bool = False, **kwargs: Any) -> None:
         kwargs.pop("time_major", None)
@@ -367,8 +367,8 @@ class Bidirectional(Layer):
 
     supports_masking = True
 
-    def __init__(self, layer, merge_mode: str | None = "concat",
-                 weights: Sequence[TensorLike] | None = None, backward_layer=None,
+    def __init__(self, layer: RNN, merge_mode: str | None = "concat",
+                 weights: Sequence[TensorLike] | None = None, backward_layer: RNN | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(layer, RNN):
@@ -496,7 +496,7 @@ class TimeDistributed(Layer):
 
     supports_masking = True
 
-    def __init__(self, layer, **kwargs: Any) -> None:
+    def __init__(self, layer: Layer, **kwargs: Any) -> None:
         if not isinstance(layer, Layer):
             raise ValueError(f"TimeDistributed: `layer` must be a Layer instance; received "
                              f"{layer!r}")

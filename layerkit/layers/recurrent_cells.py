@@ -17,12 +17,13 @@ None and :class:`~layerkit.layers.RNN` loops ``step``. Both paths compute the sa
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from layerkit import constraints, initializers, regularizers
+from layerkit._core.tensor import Tensor
 from layerkit._core.types import TensorLike
 from layerkit.layers import activations
 from layerkit.layers.layer import Layer, layer_from_config, layer_to_config
@@ -119,7 +120,7 @@ class _Cell(Layer):
     def _input_bias(self):
         return self.bias
 
-    def project_inputs(self, inputs: Any, training: bool | None = None):
+    def project_inputs(self, inputs: Any, training: bool | None = None) -> Tensor:
         """``inputs @ kernel (+ bias)`` for a whole (batch, ..., features) input at once."""
         step = inputs[:, 0] if inputs.ndim == 3 else inputs
         dp = self._mask(0, step, self.dropout, training)
@@ -147,7 +148,7 @@ class _Cell(Layer):
                 and not (training and self.recurrent_dropout))
 
     def fused_sequence(self, inputs: Any, states: list, go_backwards: bool = False,
-                       training: bool | None = None):
+                       training: bool | None = None) -> Any:
         """``(sequence, final_states)`` for a whole (batch, time, features) input from
         one fused record, or None when this cell's configuration needs the step loop.
 
@@ -185,7 +186,7 @@ class SimpleRNNCell(_Cell):
     ``bias`` (units,). State: ``[h]``.
     """
 
-    def step(self, z, states: Any, training: bool | None = None) -> Any:
+    def step(self, z: Tensor, states: Any, training: bool | None = None) -> Any:
         h = self._recurrent_input(states[0], training)
         h = self.activation(_ew.add(z, _linalg.matmul(h, self.recurrent_kernel)))
         return h, [h]
@@ -229,7 +230,7 @@ class LSTMCell(_Cell):
                                    init((2 * u,), dtype)])
         return bias
 
-    def step(self, z, states: Any, training: bool | None = None) -> Any:
+    def step(self, z: Tensor, states: Any, training: bool | None = None) -> Any:
         h, c = self._recurrent_input(states[0], training), states[1]
         z = _ew.add(z, _linalg.matmul(h, self.recurrent_kernel))
         zi, zf, zc, zo = _array.split(z, 4, axis=-1)
@@ -320,7 +321,7 @@ class StackedRNNCells(Layer):
         ((2, 3), [(2, 3), (2, 3)])
     """
 
-    def __init__(self, cells, **kwargs: Any) -> None:
+    def __init__(self, cells: Sequence[Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         cells = list(cells)
         for cell in cells:

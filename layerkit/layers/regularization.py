@@ -175,7 +175,7 @@ class AlphaDropout(_Noise):
         seed: optional int for a reproducible stream of its own.
     """
 
-    def __init__(self, rate: float, noise_shape=None, seed: int | None = None,
+    def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rate = _rate("AlphaDropout", "rate", rate)

@@ -1,6 +1,7 @@
 """Reshaping layers: RepeatVector, Permute."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from layerkit.layers.input_spec import InputSpec
@@ -53,7 +54,7 @@ class Permute(Layer):
         (2, 5, 3)
     """
 
-    def __init__(self, dims, **kwargs: Any) -> None:
+    def __init__(self, dims: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.dims = tuple(int(d) for d in dims)
         if sorted(self.dims) != list(range(1, len(self.dims) + 1)):

@@ -233,7 +233,7 @@ class Cropping1D(_Cropping):
 
     rank = 1
 
-    def __init__(self, cropping=(1, 1), **kwargs: Any) -> None:
+    def __init__(self, cropping: Any = (1, 1), **kwargs: Any) -> None:
         super().__init__(cropping, **kwargs)
 
     def get_config(self) -> dict:
@@ -248,7 +248,7 @@ class Cropping2D(_Cropping):
 
     rank = 2
 
-    def __init__(self, cropping=((0, 0), (0, 0)), data_format: str | None = None,
+    def __init__(self, cropping: Any = ((0, 0), (0, 0)), data_format: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(cropping, data_format, **kwargs)
 
@@ -258,6 +258,6 @@ class Cropping3D(_Cropping):
 
     rank = 3
 
-    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format: str | None = None,
+    def __init__(self, cropping: Any = ((1, 1), (1, 1), (1, 1)), data_format: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(cropping, data_format, **kwargs)

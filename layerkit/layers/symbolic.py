@@ -18,6 +18,8 @@ How a functional model replays the graph::
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core import context
@@ -70,7 +72,7 @@ class SymbolicTensor:
         return len(self.shape)
 
     @property
-    def layer(self):
+    def layer(self) -> Any:
         """The layer that produced this tensor (None for a graph input)."""
         return self.node.layer if self.node is not None else None
 
@@ -96,7 +98,7 @@ class Node:
 
     __slots__ = ("layer", "call_args", "call_kwargs", "inputs", "outputs")
 
-    def __init__(self, layer, call_args: tuple, call_kwargs: dict) -> None:
+    def __init__(self, layer: Any, call_args: tuple, call_kwargs: dict) -> None:
         self.layer = layer
         self.call_args = call_args
         self.call_kwargs = call_kwargs

@@ -202,7 +202,7 @@ def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
     return cls(name=identifier)
 
 
-def serialize(metric) -> dict | str:
+def serialize(metric: Any) -> dict | str:
     """Keras's config of a metric (see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import serialize_keras_object
 

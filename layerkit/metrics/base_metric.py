@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
-from layerkit._core.types import DTypeLike
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit._core.variable import Variable, replace_value, writable
 from layerkit.autodiff.nest import flatten, pack_like
 
@@ -254,8 +254,8 @@ def _acc(var: Variable, value) -> None:
 
 
 
-def _public(fn, name, doc):
-    def metric_fn(y_true, y_pred, **kwargs) -> Tensor:
+def _public(fn: Callable, name: str, doc: str) -> Callable[..., Tensor]:
+    def metric_fn(y_true: TensorLike, y_pred: TensorLike, **kwargs: Any) -> Tensor:
         return wrap(np.asarray(fn(_np(y_true), _np(y_pred), **kwargs)))
 
     metric_fn.__name__ = metric_fn.__qualname__ = name

@@ -1,6 +1,8 @@
 """Confusion-matrix metrics: precision, recall and AUC from weighted counts at thresholds."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.op import wrap
@@ -98,7 +100,8 @@ class _ConditionCount(Metric):
 
     _index = 0  # position in _confusion_counts's (tp, fp, tn, fn)
 
-    def __init__(self, thresholds=None, name: str | None = None, dtype: DTypeLike = None) -> None:
+    def __init__(self, thresholds: Any = None, name: str | None = None,
+                 dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.thresholds = _parse_thresholds(thresholds, 0.5)
@@ -181,8 +184,8 @@ class FalseNegatives(_ConditionCount):
 class _PrecisionRecall(Metric):
     _counts: tuple = ()
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name: str | None = None,
-                 dtype: DTypeLike = None) -> None:
+    def __init__(self, thresholds: Any = None, top_k: Any = None, class_id: Any = None,
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.top_k = top_k
@@ -448,8 +451,8 @@ class AUC(Metric):
 
     def __init__(self, num_thresholds: int = 200, curve: str = "ROC",
                  summation_method: str = "interpolation", name: str | None = None,
-                 dtype: DTypeLike = None, thresholds=None, multi_label: bool = False,
-                 num_labels: int | None = None, label_weights=None,
+                 dtype: DTypeLike = None, thresholds: Any = None, multi_label: bool = False,
+                 num_labels: int | None = None, label_weights: Any = None,
                  from_logits: bool = False) -> None:
         super().__init__(name=name, dtype=dtype)
         curve = str(curve).upper()

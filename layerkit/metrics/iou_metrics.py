@@ -6,6 +6,7 @@ float sample weights are truncated unless the metric is made with ``dtype='float
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -102,7 +103,7 @@ class IoU(_IoUBase):
         0.3333
     """
 
-    def __init__(self, num_classes: int, target_class_ids, name: str | None = None,
+    def __init__(self, num_classes: int, target_class_ids: Sequence[int], name: str | None = None,
                  dtype: DTypeLike = None, ignore_class: int | None = None,
                  sparse_y_true: bool = True, sparse_y_pred: bool = True, axis: int = -1) -> None:
         super().__init__(num_classes, name=name, dtype=dtype, ignore_class=ignore_class,
@@ -139,7 +140,7 @@ class BinaryIoU(IoU):
         0.3333
     """
 
-    def __init__(self, target_class_ids=(0, 1), threshold: float = 0.5,
+    def __init__(self, target_class_ids: Sequence[int] = (0, 1), threshold: float = 0.5,
                  name: str | None = None, dtype: DTypeLike = None) -> None:
         super().__init__(num_classes=2, target_class_ids=target_class_ids, name=name,
                          dtype=dtype)
@@ -190,7 +191,7 @@ class OneHotIoU(IoU):
         0.75
     """
 
-    def __init__(self, num_classes: int, target_class_ids, name: str | None = None,
+    def __init__(self, num_classes: int, target_class_ids: Sequence[int], name: str | None = None,
                  dtype: DTypeLike = None, ignore_class: int | None = None,
                  sparse_y_pred: bool = False, axis: int = -1) -> None:
         super().__init__(num_classes, target_class_ids, name=name, dtype=dtype,

@@ -1,6 +1,7 @@
 """Reduction metrics: the (weighted) sum and mean of values, and of a function's values."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,8 @@ class MeanMetricWrapper(Mean):
         **kwargs: passed to ``fn``.
     """
 
-    def __init__(self, fn, name: str | None = None, dtype: DTypeLike = None, **kwargs: Any) -> None:
+    def __init__(self, fn: Callable, name: str | None = None, dtype: DTypeLike = None,
+                 **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", "mean_metric"), dtype=dtype)
         self._fn = fn
         self._fn_kwargs = kwargs

@@ -4,6 +4,7 @@ from __future__ import annotations
 import inspect
 import os
 import tempfile
+from typing import Any
 
 import numpy as np
 
@@ -290,8 +291,8 @@ def _version() -> str:
 
 
 # ---- the public function -----------------------------------------------------------------------
-def export(model_or_function, path: PathLike, input_signature=None, opset: int = DEFAULT_OPSET,
-           verbose: bool = False):
+def export(model_or_function: Any, path: PathLike, input_signature: Any = None,
+           opset: int = DEFAULT_OPSET, verbose: bool = False) -> Any:
     """Write a model, layer or function as an ONNX file for inference.
 
     The call is traced into layerkit's graph (models and layers with

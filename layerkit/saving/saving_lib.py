@@ -153,7 +153,7 @@ def _weights_bytes(model, kind: str) -> tuple[str, bytes]:
 
 # ---- loading --------------------------------------------------------------------------
 def load_model(filepath: PathLike, custom_objects: dict | None = None, compile: bool = True,
-               safe_mode: bool = True):
+               safe_mode: bool = True) -> Any:
     """Load a model from a ``.keras`` archive written by layerkit or by Keras 3.
 
     The model is rebuilt from ``config.json`` (classes found by name only), compiled
@@ -320,7 +320,7 @@ def _load_weights(model, zf: zipfile.ZipFile, infos: dict, source: str, what: st
                      f"sharded or .npz archives are not supported")
 
 
-def model_from_json(json_string: str, custom_objects: dict | None = None):
+def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
     """A new model (fresh weights) from ``Model.to_json()`` output or Keras 3's.
 
     Args:

@@ -205,7 +205,7 @@ def _kind_of_object(obj) -> str | None:
 
 
 # ---- serialization ------------------------------------------------------------------------
-def serialize_keras_object(obj):
+def serialize_keras_object(obj: Any) -> Any:
     """A JSON-able config of ``obj`` that :func:`deserialize_keras_object` inverts.
 
     Plain values, lists, tuples and dicts are converted item by item; NumPy arrays and
@@ -331,7 +331,7 @@ def _record_shared(obj, config: dict) -> None:
 # ---- deserialization ----------------------------------------------------------------------
 def deserialize_keras_object(config: dict[str, Any], custom_objects: dict | None = None,
                              safe_mode: bool = True, *, kind: str | None = None,
-                             module_objects: dict | None = None):
+                             module_objects: dict | None = None) -> Any:
     """Rebuild an object from :func:`serialize_keras_object` output (or Keras 3's).
 
     Classes and functions are looked up by name only (see the module docstring), then

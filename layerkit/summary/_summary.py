@@ -27,7 +27,7 @@ from layerkit._core.context import get_current_name_scope, name_scope
 from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.types import TensorLike
+from layerkit._core.types import PathLike, TensorLike
 from layerkit.io import tfevents
 from layerkit.utils.image_utils import encode_png
 
@@ -171,9 +171,9 @@ class _NoopWriter(SummaryWriter):
         return "<lk.summary no-op writer>"
 
 
-def create_file_writer(logdir, max_queue: int | None = None, flush_millis: int | None = None,
-                       filename_suffix: str | None = None, name: str | None = None
-                       ) -> SummaryWriter:
+def create_file_writer(logdir: PathLike, max_queue: int | None = None,
+                       flush_millis: int | None = None, filename_suffix: str | None = None,
+                       name: str | None = None) -> SummaryWriter:
     """A summary writer for the event file TensorBoard reads (``tf.summary.create_file_writer``).
 
     The file ``events.out.tfevents.<time>.<host>.<pid>.<n><suffix>`` is created in
@@ -231,7 +231,7 @@ def set_step(step: int) -> None:
     _STATE.step = step
 
 
-def get_step():
+def get_step() -> Any:
     """The default step set by :func:`set_step` or ``as_default(step)``, or None."""
     return _STATE.step
 
@@ -512,7 +512,8 @@ def summary_scope(name: str, default_name: str | None = None, values: Any = None
 
 
 # ---- tracing (graphs and profiles): not available ---------------------------------------
-def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir=None) -> None:
+def trace_on(graph: bool = True, profiler: bool = False,
+             profiler_outdir: PathLike | None = None) -> None:
     """Not available: layerkit has no TensorFlow graph or profiler to trace.
 
     Raises:
@@ -528,7 +529,8 @@ def trace_off() -> None:
     """Stop tracing: nothing to do, since :func:`trace_on` never starts it."""
 
 
-def trace_export(name: str, step: int | None = None, profiler_outdir=None) -> None:
+def trace_export(name: str, step: int | None = None,
+                 profiler_outdir: PathLike | None = None) -> None:
     """Export a trace: as in TensorFlow without ``trace_on``, warn and write nothing."""
     warnings.warn("lk.summary.trace_export: no trace to export (lk.summary.trace_on is not "
                   "available in layerkit)", stacklevel=2)

@@ -439,8 +439,8 @@ def check_data_format(what: str, data_format) -> str:
                      f"Received: data_format={data_format!r}")
 
 
-def load_img(path: PathLike, color_mode: str = "rgb", target_size=None,
-             interpolation: str = "nearest", keep_aspect_ratio: bool = False):
+def load_img(path: PathLike, color_mode: str = "rgb", target_size: tuple[int, int] | None = None,
+             interpolation: str = "nearest", keep_aspect_ratio: bool = False) -> Any:
     """Load an image file as a Pillow image (Keras 3's ``keras.utils.load_img``).
 
     Args:
@@ -500,7 +500,7 @@ def load_img(path: PathLike, color_mode: str = "rgb", target_size=None,
     return img
 
 
-def img_to_array(img, data_format: str | None = None, dtype: DTypeLike = None) -> np.ndarray:
+def img_to_array(img: Any, data_format: str | None = None, dtype: DTypeLike = None) -> np.ndarray:
     """A Pillow image (or anything array-like) as a 3-D NumPy array (Keras 3's
     ``keras.utils.img_to_array``): ``(height, width, channels)``, a grayscale image
     getting a channel axis, or channels first; float32 unless ``dtype`` is given.
@@ -521,7 +521,7 @@ def img_to_array(img, data_format: str | None = None, dtype: DTypeLike = None) -
 
 
 def array_to_img(x: TensorLike, data_format: str | None = None, scale: bool = True,
-                 dtype: DTypeLike = None):
+                 dtype: DTypeLike = None) -> Any:
     """A 3-D array as a Pillow image (Keras 3's ``keras.utils.array_to_img``).
 
     With ``scale`` the values are mapped linearly so that the minimum is 0 and the

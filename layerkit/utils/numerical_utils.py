@@ -1,6 +1,8 @@
 """``to_categorical`` and ``normalize`` (Keras 3's ``keras.utils`` numerical helpers)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
@@ -24,7 +26,7 @@ def _class_indices(x, what: str) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def to_categorical(x: TensorLike, num_classes: int | None = None):
+def to_categorical(x: TensorLike, num_classes: int | None = None) -> Any:
     """One-hot encode class indices.
 
     A trailing axis of size 1 is dropped first (``(n, 1)`` labels give ``(n, classes)``),
@@ -77,7 +79,7 @@ def to_categorical(x: TensorLike, num_classes: int | None = None):
     return out.reshape(tuple(shape) + (num_classes,))
 
 
-def normalize(x: TensorLike, axis: int = -1, order: int = 2):
+def normalize(x: TensorLike, axis: int = -1, order: int = 2) -> Any:
     """Scale ``x`` to unit ``order``-norm along ``axis`` (zero vectors stay zero).
 
     Args:

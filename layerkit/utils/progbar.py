@@ -81,8 +81,9 @@ class Progbar:
     """
 
     def __init__(self, target: int | None, width: int = 20, verbose: int = 1,
-                 interval: float = 0.05, stateful_metrics=None, stateless_metrics=None,
-                 unit_name: str = "step", *, stream=None, dynamic: bool | None = None) -> None:
+                 interval: float = 0.05, stateful_metrics: Any = None,
+                 stateless_metrics: Any = None, unit_name: str = "step", *, stream: Any = None,
+                 dynamic: bool | None = None) -> None:
         if stateful_metrics is not None and stateless_metrics is not None:
             raise ValueError("Progbar: give only one of stateful_metrics (names shown as is) "
                              "and stateless_metrics (names averaged), not both")

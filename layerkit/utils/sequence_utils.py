@@ -1,6 +1,7 @@
 """``pad_sequences``: pad/truncate sequences to one length (Keras 3's rules)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ from layerkit._core.types import DTypeLike
 __all__ = ["pad_sequences"]
 
 
-def pad_sequences(sequences, maxlen: int | None = None, dtype: DTypeLike = "int32",
+def pad_sequences(sequences: Sequence[Any], maxlen: int | None = None, dtype: DTypeLike = "int32",
                   padding: str = "pre", truncating: str = "pre", value: Any = 0.0) -> np.ndarray:
     """Pad (or truncate) a list of sequences into one ``(len(sequences), maxlen, ...)`` array.
 

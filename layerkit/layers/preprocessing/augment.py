@@ -161,7 +161,7 @@ class RandomRotation(_Geometric):
         data_format: ``'channels_last'`` (default) or ``'channels_first'``.
     """
 
-    def __init__(self, factor, fill_mode: str = "reflect", interpolation: str = "bilinear",
+    def __init__(self, factor: Any, fill_mode: str = "reflect", interpolation: str = "bilinear",
                  seed: int | None = None, fill_value: float = 0.0, data_format: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
@@ -200,7 +200,7 @@ class RandomZoom(_Geometric):
         data_format: as :class:`RandomRotation`.
     """
 
-    def __init__(self, height_factor, width_factor=None, fill_mode: str = "reflect",
+    def __init__(self, height_factor: Any, width_factor: Any = None, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: int | None = None,
                  fill_value: float = 0.0, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
@@ -239,7 +239,7 @@ class RandomTranslation(_Geometric):
         data_format: as :class:`RandomRotation`.
     """
 
-    def __init__(self, height_factor, width_factor, fill_mode: str = "reflect",
+    def __init__(self, height_factor: Any, width_factor: Any, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: int | None = None,
                  fill_value: float = 0.0, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
@@ -278,7 +278,7 @@ class RandomContrast(_Random):
 
     _cast_int_inputs = False
 
-    def __init__(self, factor, value_range=(0, 255), seed: int | None = None,
+    def __init__(self, factor: Any, value_range: Any = (0, 255), seed: int | None = None,
                  **kwargs: Any) -> None:
         super().__init__(seed, kwargs.pop("data_format", None), **kwargs)
         if isinstance(factor, (tuple, list)) and len(factor) == 2 and \

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from layerkit._core.convert import to_array
 from layerkit._core.tensor import Tensor
-from layerkit._core.types import AxisLike, DTypeLike
+from layerkit._core.types import AxisLike, DTypeLike, TensorLike
 from layerkit.layers.layer import Layer
 from layerkit.primitives import array as _array
 from layerkit.primitives import categorical as _cat
@@ -215,7 +216,7 @@ class Rescaling(Layer):
 
     _cast_int_inputs = True
 
-    def __init__(self, scale, offset: float = 0.0, **kwargs: Any) -> None:
+    def __init__(self, scale: float, offset: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scale, self.offset = scale, offset
 
@@ -266,7 +267,7 @@ class Discretization(Layer):
 
     _cast_int_inputs = True
 
-    def __init__(self, bin_boundaries=None, num_bins: int | None = None,
+    def __init__(self, bin_boundaries: Sequence[float] | None = None, num_bins: int | None = None,
                  epsilon: float = 0.01, output_mode: str = "int", sparse: bool = False,
                  dtype: DTypeLike = None, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name=name, dtype=dtype, **kwargs)
@@ -401,7 +402,7 @@ class CategoryEncoding(Layer):
                              "no sparse tensors)")
         self.num_tokens, self.output_mode, self.sparse = int(num_tokens), output_mode, False
 
-    def call(self, inputs: Any, count_weights=None) -> Any:
+    def call(self, inputs: Any, count_weights: TensorLike | None = None) -> Any:
         if count_weights is not None and self.output_mode != "count":
             raise ValueError(f"CategoryEncoding '{self.name}': `count_weights` is only used "
                              f"with output_mode='count'; this layer's is "
