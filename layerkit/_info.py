@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["show_config", "config_info"]
 
@@ -35,7 +35,7 @@ def _blas() -> dict:
     import numpy as np
 
     try:
-        deps = np.show_config(mode="dicts").get("Build Dependencies", {})
+        deps: Any = np.show_config(mode="dicts").get("Build Dependencies", {})
     except Exception as e:  # numpy builds without the meson config  # pragma: no cover
         return {"blas": f"unknown ({e})"}
     out = {}
@@ -60,6 +60,7 @@ def config_info() -> dict:
     deps = {d: _version(d) or "not installed" for d in _REQUIRED}
     optional = {f"{d} [{extra}]": _version(d) or "not installed"
                 for d, extra in _OPTIONAL.items()}
+    cores: int | None
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover (not Linux)

@@ -148,10 +148,10 @@ def convert_to_tensor(value: Any, dtype: DTypeLike = None) -> Tensor:
             :func:`layerkit.cast` to convert deliberately).
     """
     if isinstance(value, Tensor):
-        if dtype is not None and value.dtype != as_dtype(dtype):
+        if dtype is not None and value.dtype != (want := as_dtype(dtype)):
             raise TypeError(
                 f"convert_to_tensor: tensor has dtype {value.dtype.name}, "
-                f"requested {as_dtype(dtype).name}; use lk.cast to convert"
+                f"requested {want}; use lk.cast to convert"
             )
         return value
     a = to_array(value, dtype)

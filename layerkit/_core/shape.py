@@ -120,7 +120,7 @@ class TensorShape:
         if not self.is_fully_defined():
             return None
         n = 1
-        for d in self._dims:
+        for d in self._dims or ():
             n *= d
         return n
 

@@ -70,7 +70,7 @@ class _Graph:
         self.objects: dict[tuple, object] = {}       # object segs -> object
         self.stateful: dict[tuple, object] = {}      # object segs -> object with state
         seen = set()
-        stack = [((), root)]
+        stack: list[tuple[tuple[str, ...], Any]] = [((), root)]
         while stack:
             segs, obj = stack.pop()
             if id(obj) in seen:
@@ -81,7 +81,7 @@ class _Graph:
                 self.stateful[segs] = obj
             for name, var in trackable.variables(obj).items():
                 self._add_var(segs, str(name), var)
-            later = []
+            later: list[tuple[tuple[str, ...], Any]] = []
             for name, child in trackable.children(obj).items():
                 if child is None:
                     continue
@@ -228,7 +228,7 @@ class CheckpointLoadStatus:
             (an unbuilt layer, optimizer slots before the first step).
     """
 
-    def __init__(self, path: PathLike, matched: Any, missing: Any, unexpected: Any) -> None:
+    def __init__(self, path: PathLike | None, matched: Any, missing: Any, unexpected: Any) -> None:
         self.path = path
         self.matched = list(matched)
         self.missing = list(missing)

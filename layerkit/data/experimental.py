@@ -99,7 +99,7 @@ def _csv_types(ds: Dataset, rows: int) -> dict:
     import numpy as np
 
     sample = list(ds.take(rows).as_numpy_iterator())
-    types = {}
+    types: dict[str, type] = {}
     for name, spec in ds.element_spec.items():
         kind = np.dtype(spec.dtype).kind
         if kind == "f":

@@ -54,7 +54,8 @@ def from_dlpack(x: TensorLike, *, device: Any = None, copy: bool | None = None) 
         raise TypeError(f"from_dlpack: expected an object implementing __dlpack__ (a NumPy "
                         f"array, a torch/jax tensor, an lk.Tensor); received "
                         f"{type(x).__name__}")
-    kwargs = {k: v for k, v in (("device", device), ("copy", copy)) if v is not None}
+    kwargs: dict[str, Any] = {k: v for k, v in (("device", device), ("copy", copy))
+                              if v is not None}
     try:
         value = np.from_dlpack(x, **kwargs)
     except (TypeError, RuntimeError) as e:

@@ -135,7 +135,8 @@ def _optimizer_variables(model, optimizer) -> list:
     learning rate), then each variable's slots in :func:`_keras_trainable` order."""
     own = list(optimizer.variables)
     head = own[:len(own) - len(optimizer._slot_vars)]
-    slots, placed = [], set()
+    slots: list[Any] = []
+    placed: set[int] = set()
     for v in _keras_trainable(model):
         try:
             found = [optimizer.get_slot(v, n) for n in optimizer._slot_names]
@@ -147,7 +148,7 @@ def _optimizer_variables(model, optimizer) -> list:
 
 
 def _mha_groups(layer: MultiHeadAttention) -> dict:
-    groups = {"": []}
+    groups: dict[str, list[Any]] = {"": []}
     for part in ("query", "key", "value", "output"):
         pair = (getattr(layer, f"{part}_kernel", None), getattr(layer, f"{part}_bias", None))
         groups[f"{part}_dense"] = [v for v in pair if v is not None]
@@ -231,7 +232,7 @@ def h5_datasets(group) -> dict:
     shapes are read until a value is asked for)."""
     import h5py
 
-    found = {}
+    found: dict[str, Any] = {}
     group.visititems(lambda name, obj: found.__setitem__(name, obj)
                      if isinstance(obj, h5py.Dataset) else None)
     return found
@@ -287,7 +288,10 @@ def assign_keras_weights(model, flat: dict, source: str = "<weights>",
                          f"on a batch, or model.build(input_shape))")
     stored_groups = _by_group(flat)
     groups = keras_weight_groups(model)
-    plan, problems, loaded, covered = [], [], [], set()
+    plan: list[Any] = []
+    problems: list[str] = []
+    loaded: list[Any] = []
+    covered: set[str] = set()
     for path, (layer, variables) in groups.items():
         vpath = _join(path, "vars")
         stored = stored_groups.get(vpath, [])

@@ -107,7 +107,7 @@ def _numeric_list(x) -> bool:
 
 def gather_losses(layers) -> list:
     """The ``losses`` of each layer in ``layers`` (not of their sublayers), in order."""
-    out = []
+    out: list[Any] = []
     for layer in layers:
         d = layer.__dict__
         if d["_eager_losses"]:

@@ -73,7 +73,7 @@ class _Cell(Layer):
         self.dropout, self.recurrent_dropout = min(1.0, dropout), min(1.0, recurrent_dropout)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
-        self._masks = [None, None]
+        self._masks: list[Tensor | None] = [None, None]
 
     @property
     def state_size(self) -> Any:
@@ -298,8 +298,9 @@ class GRUCell(_Cell):
 
 
 # The whole-sequence record of each stock cell (see ``_Cell.fused_sequence``).
-_SEQUENCE = {SimpleRNNCell: _rnn.simple_rnn_sequence, LSTMCell: _rnn.lstm_sequence,
-             GRUCell: _rnn.gru_sequence}
+_SEQUENCE: dict[type, Callable[..., Any]] = {
+    SimpleRNNCell: _rnn.simple_rnn_sequence, LSTMCell: _rnn.lstm_sequence,
+    GRUCell: _rnn.gru_sequence}
 
 
 class StackedRNNCells(Layer):

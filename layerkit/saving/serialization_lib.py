@@ -112,7 +112,7 @@ def _subclasses(base) -> list:
 
 
 def _class_table(namespaces, base) -> dict:
-    table = {}
+    table: dict[str, type] = {}
     for namespace in namespaces:
         for name, value in vars(namespace).items():
             if isinstance(value, type) and issubclass(value, base) and not name.startswith("_"):
@@ -292,8 +292,8 @@ def _class_entry(obj) -> tuple:
         if kind is not None and _builtin(cls.__name__, [kind], False) is cls:
             module = "keras" if cls.__name__ in ("Sequential", "Model") else _KERAS_MODULES[kind]
             return module, cls.__name__, None
-    module = cls.__module__ if cls.__module__ != "__main__" else None
-    return module, cls.__name__, registered or cls.__name__
+    home = cls.__module__ if cls.__module__ != "__main__" else None
+    return home, cls.__name__, registered or cls.__name__
 
 
 def _serialize_function(fn) -> dict:

@@ -95,7 +95,7 @@ def _index_directory(what: str, directory, labels, formats, class_names, shuffle
                     found.append(index)
     if labels == "inferred":
         labels = np.asarray(found, np.int32)
-        names = list(subdirs)
+        names: list[str] | None = list(subdirs)
     elif labels is None:
         names = None
     else:
@@ -108,7 +108,7 @@ def _index_directory(what: str, directory, labels, formats, class_names, shuffle
         labels = np.asarray(labels)
     if verbose:
         print(f"Found {len(paths)} files." if labels is None else
-              f"Found {len(paths)} files belonging to {len(names)} classes.")
+              f"Found {len(paths)} files belonging to {len(names or ())} classes.")
     if shuffle:
         np.random.RandomState(seed).shuffle(paths)
         if labels is not None:
@@ -163,7 +163,7 @@ def _build(what: str, noun: str, directory, formats, load, labels, label_mode, c
     if labels is None or label_mode is None:
         labels, label_mode = None, None
     if seed is None:
-        seed = int(np.random.randint(1e6))
+        seed = int(np.random.randint(1_000_000))
     paths, found, names = _index_directory(what, directory, labels, formats, class_names,
                                            shuffle, seed, follow_links, verbose)
     if label_mode == "binary" and len(names) != 2:

@@ -95,8 +95,8 @@ class Progbar:
         self.interval = interval
         self.unit_name = unit_name
         if stateless_metrics is not None:
-            self.stateful_metrics = None
-            self.stateless_metrics = set(stateless_metrics)
+            self.stateful_metrics: set[str] | None = None
+            self.stateless_metrics: set[str] | None = set(stateless_metrics)
         else:
             self.stateful_metrics = set(stateful_metrics or ())
             self.stateless_metrics = None
@@ -106,7 +106,7 @@ class Progbar:
             dynamic = bool(isatty and isatty()) or "ipykernel" in sys.modules
         self.dynamic = bool(dynamic) and verbose == 1
         self._start = time.perf_counter()
-        self._after_first_step = None
+        self._after_first_step: float | None = None
         self._last_draw = float("-inf")  # the first update is drawn at once
         self._last_len = 0
         self._seen_so_far = 0
@@ -120,7 +120,7 @@ class Progbar:
     def _averaged(self, name: str) -> bool:
         if self.stateful_metrics is not None:
             return name not in self.stateful_metrics
-        return name in self.stateless_metrics
+        return name in (self.stateless_metrics or ())
 
     def _record(self, current: int, values, finalize: bool) -> None:
         items = values.items() if isinstance(values, dict) else values

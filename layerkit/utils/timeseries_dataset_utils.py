@@ -122,7 +122,7 @@ def timeseries_dataset_from_array(data: Any, targets: TensorLike, sequence_lengt
     positions = np.arange(0, max(num_seqs, 0), sequence_stride, dtype=index_dtype)
     if shuffle:
         if seed is None:
-            seed = np.random.randint(1e6)
+            seed = np.random.randint(1_000_000)
         np.random.RandomState(seed).shuffle(positions)
     steps = np.arange(sequence_length, dtype=index_dtype) * sampling_rate
     series = data[start:end]
