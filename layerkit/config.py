@@ -53,8 +53,8 @@ class LogicalDevice(NamedTuple):
 _CPU = PhysicalDevice("/physical_device:CPU:0", "CPU")
 _CPU_LOGICAL = LogicalDevice("/device:CPU:0", "CPU")
 _KNOWN_TYPES = ("CPU", "GPU", "TPU", "XLA_CPU", "XLA_GPU", "TPU_SYSTEM")
-_STATE = {"visible": [_CPU], "soft_placement": True, "intra": 0, "inter": 0,
-          "determinism": False, "tf32": True, "jit": False, "optimizer_options": {}}
+_STATE: dict[str, Any] = {"visible": [_CPU], "soft_placement": True, "intra": 0, "inter": 0,
+                          "determinism": False, "tf32": True, "jit": False, "optimizer_options": {}}
 
 
 def _type(device_type, who: str) -> str | None:

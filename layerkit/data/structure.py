@@ -135,6 +135,9 @@ def _is_tuple(x) -> bool:
 class Codec:
     """Flattens elements of one structure to a list of leaves and rebuilds them."""
 
+    keys: tuple | None
+    ttype: type | None
+
     __slots__ = ("kind", "keys", "ttype", "template", "n")
 
     def __init__(self, template) -> None:
@@ -156,7 +159,7 @@ class Codec:
         if kind == "tuple":
             return list(element)
         if kind == "dict":
-            return [element[k] for k in self.keys]
+            return [element[k] for k in self.keys or ()]
         return _flatten_like(self.template, element)
 
     def pack(self, leaves):

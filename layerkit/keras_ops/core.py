@@ -245,7 +245,7 @@ def associative_scan(f: Callable, elems: TensorLike, reverse: bool = False, axis
     n = shape(flat[0])[axis]
     parts = [lk.unstack(v, axis=axis) for v in flat]
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    out = [None] * n
+    out: list[Any] = [None] * n
     acc = None
     for i in order:
         cur = pack_like(elems, [p[i] for p in parts])

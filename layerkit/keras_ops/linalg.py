@@ -181,7 +181,7 @@ def norm(x: TensorLike, ord: Any = None, axis: AxisLike = None,
             out = lk.sqrt(lk.reduce_sum(x * x))
             return lk.reshape(out, [1] * x.ndim) if keepdims else out
         if x.ndim == 1:
-            axes = (0,)
+            axes: tuple[int, ...] = (0,)
         elif x.ndim == 2:
             axes = (0, 1)
         else:

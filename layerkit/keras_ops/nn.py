@@ -277,7 +277,7 @@ def batch_normalization(x: TensorLike, mean: TensorLike, variance: TensorLike, a
 
 
 def layer_normalization(x: TensorLike, gamma: TensorLike | None = None,
-                        beta: TensorLike | None = None, axis: AxisLike = -1,
+                        beta: TensorLike | None = None, axis: int | Sequence[int] = -1,
                         epsilon: float | None = None, **kwargs: Any) -> Tensor:
     """Normalise over ``axis`` to zero mean and unit variance, then ``* gamma + beta``
     (``epsilon`` defaults to 1e-7; ``rms_scaling=True`` divides by the RMS only)."""
@@ -304,7 +304,7 @@ def layer_normalization(x: TensorLike, gamma: TensorLike | None = None,
     return out + shaped(beta) if beta is not None else out
 
 
-def rms_normalization(x: TensorLike, scale: Any = None, axis: AxisLike = -1,
+def rms_normalization(x: TensorLike, scale: Any = None, axis: int | Sequence[int] = -1,
                       epsilon: float | None = None) -> Tensor:
     """``x / sqrt(mean(x^2 over axis) + epsilon) * scale`` (epsilon default 1e-7)."""
     eps = EPSILON if epsilon is None else float(epsilon)

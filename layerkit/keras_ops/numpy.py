@@ -8,7 +8,7 @@ float-only math on integers returns float32.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -702,7 +702,7 @@ hamming = _window("hamming", np.hamming)
 hanning = _window("hanning", np.hanning)
 
 
-def kaiser(x: TensorLike, beta: TensorLike) -> Tensor:
+def kaiser(x: int, beta: float) -> Tensor:
     """The Kaiser window of length ``x`` with shape parameter ``beta`` (float32)."""
     return lk.constant(np.kaiser(int(x), float(beta)).astype(FLOATX))
 
@@ -1130,7 +1130,7 @@ def histogram(x: TensorLike, bins: int = 10, range: Any = None) -> tuple:  # noq
 
 
 def unique(x: TensorLike, sorted: bool = True, return_index: bool = False,  # noqa: A002
-           return_inverse: bool = False, return_counts: bool = False, axis: AxisLike = None,
+           return_inverse: bool = False, return_counts: bool = False, axis: int | None = None,
            size: Any = None, fill_value: Any = None) -> Any:
     """Sorted unique values of ``x`` (flattened unless ``axis``), optionally with the
     first indices, inverse indices and counts (int32), NumPy's order of outputs.
@@ -1189,7 +1189,7 @@ def isin(x1: TensorLike, x2: TensorLike, assume_unique: bool = False,
                  invert=bool(invert))
 
 
-def unravel_index(indices: TensorLike, shape: ShapeLike) -> tuple:
+def unravel_index(indices: TensorLike, shape: Sequence[int]) -> tuple:
     """Flat ``indices`` as a tuple of coordinate tensors for ``shape``."""
     idx = t(indices)
     out = []
@@ -1418,8 +1418,8 @@ def repeat(x: TensorLike, repeats: Any, axis: int | None = None) -> Tensor:
 def flip(x: TensorLike, axis: AxisLike = None) -> Tensor:
     """``x`` reversed along ``axis`` (all axes when None)."""
     x = t(x)
-    ax = axes_arg(axis, x.ndim, "flip")
-    ax = list(builtins.range(x.ndim)) if ax is None else list(ax)
+    axes = axes_arg(axis, x.ndim, "flip")
+    ax = list(builtins.range(x.ndim)) if axes is None else list(axes)
     return lk.reverse(x, ax) if ax else x
 
 

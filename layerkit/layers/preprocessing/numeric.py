@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ def adapt_batches(layer: str, data, steps: int | None = None, batch_samples: boo
             data = data.batch(128)
         if steps is not None:
             data = data.take(steps)
-        batches = (_first(e) for e in data.as_numpy_iterator())
+        batches: Iterator[Any] = (_first(e) for e in data.as_numpy_iterator())
     elif hasattr(data, "__iter__") and not isinstance(data, (str, bytes, dict)):
         batches = (_first(e) for e in data)
         if steps is not None:
