@@ -6,6 +6,7 @@ import numpy as np
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.types import DTypeLike, TensorLike
+from layerkit._core.variable import Variable
 from layerkit.metrics.base_metric import EPSILON, Metric, _acc, _np
 
 _AVERAGES = (None, "micro", "macro", "weighted")
@@ -37,6 +38,12 @@ class FBetaScore(Metric):
         >>> np.round(m.result().numpy(), 4)
         array([0.3846, 0.9091, 0.8333], dtype=float32)
     """
+
+    # state made by add_variable on the first update (per class, or scalars for "micro")
+    true_positives: Variable
+    false_positives: Variable
+    false_negatives: Variable
+    intermediate_weights: Variable
 
     def __init__(self, average: str | None = None, beta: float = 1.0,
                  threshold: float | None = None, name: str = "fbeta_score",

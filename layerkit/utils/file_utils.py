@@ -167,7 +167,7 @@ def get_file(fname: Any = None, origin: Any = None, untar: bool = False, md5_has
         target = os.path.join(datadir, fname)
 
     def matches() -> bool:
-        return file_hash is None or _hash_file(target, algorithm) == file_hash
+        return file_hash is None or algorithm is None or _hash_file(target, algorithm) == file_hash
 
     fetch = force_download or not os.path.exists(target) or not matches()
     if fetch:
