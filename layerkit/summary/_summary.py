@@ -510,10 +510,10 @@ def summary_scope(name: str, default_name: str | None = None, values: Any = None
                   ) -> Iterator[tuple[str, str]]:
     """``(tag, scope)`` for a custom summary op (``tf.summary.experimental.summary_scope``):
     the tag is ``name`` under the current name scope, and a name scope is opened."""
-    base = name or default_name
+    name = name or default_name
     current = get_current_name_scope()
-    tag = f"{current}/{base}" if current else base
-    with name_scope(base) as scope:
+    tag = f"{current}/{name}" if current else name
+    with name_scope(name) as scope:
         yield tag, scope
 
 
