@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, TextIO
 
 __all__ = ["show_config", "config_info"]
 
@@ -34,7 +35,7 @@ def _blas() -> dict:
     import numpy as np
 
     try:
-        deps = np.show_config(mode="dicts").get("Build Dependencies", {})
+        deps: Any = np.show_config(mode="dicts").get("Build Dependencies", {})
     except Exception as e:  # numpy builds without the meson config  # pragma: no cover
         return {"blas": f"unknown ({e})"}
     out = {}
@@ -59,6 +60,7 @@ def config_info() -> dict:
     deps = {d: _version(d) or "not installed" for d in _REQUIRED}
     optional = {f"{d} [{extra}]": _version(d) or "not installed"
                 for d, extra in _OPTIONAL.items()}
+    cores: int | None
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover (not Linux)
@@ -85,7 +87,7 @@ def config_info() -> dict:
     }
 
 
-def show_config(file=None) -> None:
+def show_config(file: TextIO | None = None) -> None:
     """Print layerkit's version, its dependencies' and optional extras' versions, the BLAS
     NumPy uses, thread settings, Python and platform (for bug reports).
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from layerkit import errors
 from layerkit._core import context
@@ -53,8 +53,8 @@ class LogicalDevice(NamedTuple):
 _CPU = PhysicalDevice("/physical_device:CPU:0", "CPU")
 _CPU_LOGICAL = LogicalDevice("/device:CPU:0", "CPU")
 _KNOWN_TYPES = ("CPU", "GPU", "TPU", "XLA_CPU", "XLA_GPU", "TPU_SYSTEM")
-_STATE = {"visible": [_CPU], "soft_placement": True, "intra": 0, "inter": 0,
-          "determinism": False, "tf32": True, "jit": False, "optimizer_options": {}}
+_STATE: dict[str, Any] = {"visible": [_CPU], "soft_placement": True, "intra": 0, "inter": 0,
+                          "determinism": False, "tf32": True, "jit": False, "optimizer_options": {}}
 
 
 def _type(device_type, who: str) -> str | None:
@@ -90,7 +90,7 @@ def get_visible_devices(device_type: str | None = None) -> list:
     return [d for d in _STATE["visible"] if t is None or d.device_type == t]
 
 
-def set_visible_devices(devices, device_type: str | None = None) -> None:
+def set_visible_devices(devices: Any, device_type: str | None = None) -> None:
     """Choose the visible devices (TensorFlow's call; the CPU always stays in use).
 
     Args:
@@ -117,12 +117,12 @@ def set_visible_devices(devices, device_type: str | None = None) -> None:
     _STATE["visible"] = [_CPU]
 
 
-def get_logical_device_configuration(device) -> None:
+def get_logical_device_configuration(device: Any) -> None:
     """Logical device configuration of ``device``: None (no virtual devices)."""
     return None
 
 
-def set_logical_device_configuration(device, logical_devices) -> None:
+def set_logical_device_configuration(device: Any, logical_devices: Any) -> None:
     """Accepted for the CPU with one logical device; layerkit has no virtual devices.
 
     Raises:
@@ -380,7 +380,7 @@ _SPEC = re.compile(r"^(?:/?job:[\w-]+)?(?:/?replica:\d+)?(?:/?task:\d+)?"
 
 
 @contextlib.contextmanager
-def device(device_name):
+def device(device_name: str | None) -> Any:
     """Run the block on ``device_name``, as ``tf.device``: every op runs on the CPU.
 
     Accepts TensorFlow's device names (``'/CPU:0'``, ``'cpu'``, ``'/device:CPU:0'``,

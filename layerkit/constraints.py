@@ -18,7 +18,10 @@ Examples:
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit import primitives as prim
+from layerkit._core.types import AxisLike, TensorLike
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "max_norm",
            "min_max_norm", "non_neg", "unit_norm", "get", "serialize", "deserialize"]
@@ -33,7 +36,7 @@ def _norms(w, axis):
 class Constraint:
     """Base class: override ``__call__(w)``; the base returns ``w`` unchanged."""
 
-    def __call__(self, w):
+    def __call__(self, w: TensorLike) -> Any:
         return w
 
     def get_config(self) -> dict:
@@ -60,11 +63,11 @@ class MaxNorm(Constraint):
         axis: int or list of ints; the axes the norm is taken over (default 0).
     """
 
-    def __init__(self, max_value: float = 2, axis=0) -> None:
+    def __init__(self, max_value: float = 2, axis: AxisLike = 0) -> None:
         self.max_value = max_value
         self.axis = axis
 
-    def __call__(self, w):
+    def __call__(self, w: TensorLike) -> Any:
         norms = _norms(w, self.axis)
         desired = prim.clip_by_value(norms, 0.0, float(self.max_value))
         return prim.multiply(w, prim.divide(desired, prim.add(norms, EPSILON)))
@@ -76,7 +79,7 @@ class MaxNorm(Constraint):
 class NonNeg(Constraint):
     """Replace negative weights by 0: ``maximum(w, 0)``."""
 
-    def __call__(self, w):
+    def __call__(self, w: TensorLike) -> Any:
         return prim.maximum(w, 0.0)
 
 
@@ -87,10 +90,10 @@ class UnitNorm(Constraint):
         axis: int or list of ints (default 0).
     """
 
-    def __init__(self, axis=0) -> None:
+    def __init__(self, axis: AxisLike = 0) -> None:
         self.axis = axis
 
-    def __call__(self, w):
+    def __call__(self, w: TensorLike) -> Any:
         return prim.divide(w, prim.add(_norms(w, self.axis), EPSILON))
 
     def get_config(self) -> dict:
@@ -109,10 +112,10 @@ class MinMaxNorm(Constraint):
     """
 
     def __init__(self, min_value: float = 0.0, max_value: float = 1.0, rate: float = 1.0,
-                 axis=0) -> None:
+                 axis: AxisLike = 0) -> None:
         self.min_value, self.max_value, self.rate, self.axis = min_value, max_value, rate, axis
 
-    def __call__(self, w):
+    def __call__(self, w: TensorLike) -> Any:
         norms = _norms(w, self.axis)
         clipped = prim.clip_by_value(norms, float(self.min_value), float(self.max_value))
         desired = prim.add(prim.multiply(float(self.rate), clipped),
@@ -131,7 +134,7 @@ _BY_NAME = {"MaxNorm": MaxNorm, "MinMaxNorm": MinMaxNorm, "NonNeg": NonNeg,
             "non_neg": NonNeg, "unit_norm": UnitNorm}
 
 
-def get(identifier):
+def get(identifier: Any) -> Any:
     """A constraint from a name, a config dict, a class, an instance or a callable.
 
     None stays None; a plain function ``fn(w) -> w'`` is used as is.
@@ -156,14 +159,14 @@ def get(identifier):
     raise ValueError(f"cannot interpret {identifier!r} as a constraint")
 
 
-def serialize(constraint):
+def serialize(constraint: Any) -> Any:
     """Keras's config of a constraint (None stays None; see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import serialize_keras_object
 
     return serialize_keras_object(constraint)
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """A constraint from :func:`serialize` output (or Keras's)."""
     from layerkit.saving.serialization_lib import deserialize_keras_object
 

@@ -19,6 +19,7 @@ predicate is false, and a tape records the ops that ran, so gradients flow throu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import Op
 from layerkit._core.op import apply as _apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.autodiff.function.subgraph import current_line
 from layerkit.autodiff.function.trace import TracingError
 from layerkit.keras_ops.core import _traced_bool
@@ -35,8 +37,8 @@ from layerkit.keras_ops.core import _traced_bool
 __all__ = ["cond", "case", "switch_case", "while_loop", "TensorArray"]
 
 
-def cond(pred, true_fn: Callable | None = None, false_fn: Callable | None = None,
-         name: str | None = None):
+def cond(pred: Any, true_fn: Callable | None = None, false_fn: Callable | None = None,
+         name: str | None = None) -> Any:
     """``true_fn()`` if ``pred`` is true, else ``false_fn()`` (``tf.cond``).
 
     Args:
@@ -93,8 +95,8 @@ def _pack(structure, outs: list):
     return pack_like(structure, [None if x is None else next(it) for x in flatten(structure)])
 
 
-def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False,
-         strict: bool = False, name: str | None = None):
+def case(pred_fn_pairs: Any, default: Callable | None = None, exclusive: bool = False,
+         strict: bool = False, name: str | None = None) -> Any:
     """The result of the first callable whose predicate is true, else ``default()``
     (``tf.case``).
 
@@ -159,8 +161,8 @@ def _chain(pairs: list, final: Callable):
     return final()
 
 
-def switch_case(branch_index, branch_fns, default: Callable | None = None,
-                name: str | None = None):
+def switch_case(branch_index: Any, branch_fns: Any, default: Callable | None = None,
+                name: str | None = None) -> Any:
     """``branch_fns[branch_index]()`` (``tf.switch_case``); an index out of range runs
     ``default``, or the last branch when there is no default.
 
@@ -201,9 +203,9 @@ def switch_case(branch_index, branch_fns, default: Callable | None = None,
     return table.get(index, fallback)()
 
 
-def while_loop(cond: Callable, body: Callable, loop_vars, shape_invariants=None,
-               parallel_iterations: int = 10, back_prop: bool = True,
-               swap_memory: bool = False, maximum_iterations=None, name: str | None = None):
+def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants: Any = None,
+               parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+               maximum_iterations: Any = None, name: str | None = None) -> Any:
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` (``tf.while_loop``).
 
     A list or tuple of loop variables is passed positionally (nested structures inside
@@ -376,10 +378,10 @@ class TensorArray:
         ([[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]], 3)
     """
 
-    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
-                 tensor_array_name=None, handle=None, flow=None, infer_shape: bool = True,
-                 element_shape=None, colocate_with_first_write_call: bool = True,
-                 name=None) -> None:
+    def __init__(self, dtype: DTypeLike, size: Any = None, dynamic_size: Any = None,
+                 clear_after_read: Any = None, tensor_array_name: Any = None, handle: Any = None,
+                 flow: Any = None, infer_shape: bool = True, element_shape: Any = None,
+                 colocate_with_first_write_call: bool = True, name: str | None = None) -> None:
         import layerkit as lk
 
         self._lk = lk
@@ -394,7 +396,7 @@ class TensorArray:
             None if d is None else int(d) for d in element_shape)
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return self._dtype
 
     @property
@@ -402,7 +404,7 @@ class TensorArray:
         return self._dynamic
 
     @property
-    def element_shape(self):
+    def element_shape(self) -> Any:
         return self._lk.TensorShape(self._element_shape)
 
     def _index(self, index, who: str) -> int:
@@ -462,7 +464,7 @@ class TensorArray:
             buf, self._buf = self._buf, None
             self._items = [buf[k] for k in range(len(self._items))]
 
-    def write(self, index, value, name=None) -> TensorArray:
+    def write(self, index: int | TensorLike, value: Any, name: str | None = None) -> TensorArray:
         """Store ``value`` at ``index`` and return the array."""
         if self._is_traced(index):
             lk = self._lk
@@ -480,7 +482,7 @@ class TensorArray:
         self._items[i] = self._value(value, "write")
         return self
 
-    def read(self, index, name=None) -> Tensor:
+    def read(self, index: int | TensorLike, name: str | None = None) -> Tensor:
         """The element at ``index`` (zeros if it was never written and its shape is
         known)."""
         if self._is_traced(index):
@@ -500,7 +502,7 @@ class TensorArray:
                              f"element shape is unknown")
         return self._lk.zeros(self._element_shape, self._dtype.name)
 
-    def stack(self, name=None) -> Tensor:
+    def stack(self, name: str | None = None) -> Tensor:
         """All elements stacked along a new first axis."""
         if self._buf is not None:
             return self._buf
@@ -509,18 +511,18 @@ class TensorArray:
             return self._lk.zeros(shape, self._dtype.name)
         return self._lk.stack([self._get(i, "stack") for i in range(len(self._items))], 0)
 
-    def gather(self, indices, name=None) -> Tensor:
+    def gather(self, indices: TensorLike, name: str | None = None) -> Tensor:
         """The elements at ``indices`` stacked along a new first axis."""
         self._materialize()
         idx = [self._index(i, "gather") for i in np.asarray(indices).ravel().tolist()]
         return self._lk.stack([self.read(i) for i in idx], 0)
 
-    def concat(self, name=None) -> Tensor:
+    def concat(self, name: str | None = None) -> Tensor:
         """All elements concatenated along their first axis."""
         self._materialize()
         return self._lk.concat([self._get(i, "concat") for i in range(len(self._items))], 0)
 
-    def unstack(self, value, name=None) -> TensorArray:
+    def unstack(self, value: Any, name: str | None = None) -> TensorArray:
         """Write the slices ``value[0], value[1], ...`` as the elements."""
         self._materialize()
         t = self._lk.convert_to_tensor(value)
@@ -531,7 +533,7 @@ class TensorArray:
         self._items = [self._value(t[i], "unstack") for i in range(n)] + self._items[n:]
         return self
 
-    def scatter(self, indices, value, name=None) -> TensorArray:
+    def scatter(self, indices: TensorLike, value: Any, name: str | None = None) -> TensorArray:
         """Write ``value[k]`` at ``indices[k]``."""
         self._materialize()
         t = self._lk.convert_to_tensor(value)
@@ -539,7 +541,7 @@ class TensorArray:
             self.write(i, t[k])
         return self
 
-    def split(self, value, lengths, name=None) -> TensorArray:
+    def split(self, value: Any, lengths: TensorLike, name: str | None = None) -> TensorArray:
         """Write consecutive pieces of ``value`` (along its first axis) of ``lengths``."""
         self._materialize()
         t = self._lk.convert_to_tensor(value)
@@ -550,14 +552,14 @@ class TensorArray:
         self._items = items
         return self
 
-    def size(self, name=None) -> Tensor:
+    def size(self, name: str | None = None) -> Tensor:
         """The number of elements (an int32 Tensor)."""
         return self._lk.constant(len(self._items), "int32")
 
     def identity(self) -> TensorArray:
         return self
 
-    def close(self, name=None) -> None:
+    def close(self, name: str | None = None) -> None:
         self._items = []
 
     def __repr__(self) -> str:

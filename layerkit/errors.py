@@ -45,6 +45,8 @@ these errors.
 """
 from __future__ import annotations
 
+from typing import Any
+
 OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED, NOT_FOUND, ALREADY_EXISTS, \
     PERMISSION_DENIED, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, ABORTED, OUT_OF_RANGE, \
     UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS, UNAUTHENTICATED = range(17)
@@ -67,7 +69,7 @@ class OpError(Exception):
 
     _code = UNKNOWN
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         names = ("node_def", "op", "message", "error_code")
         if len(args) + len(kwargs) <= 1 and not kwargs.keys() - {"message"}:
             fields = {"message": args[0] if args else kwargs.get("message", "")}

@@ -13,11 +13,14 @@ Examples:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.serialization import init_kwargs
+from layerkit._core.types import DTypeLike
 from layerkit.primitives import random as _random
 
 __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUniform",
@@ -32,7 +35,7 @@ __all__ = ["Initializer", "Zeros", "Ones", "Constant", "RandomNormal", "RandomUn
 class Initializer:
     """Base class: subclasses implement ``__call__(shape, dtype=None)``."""
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         raise NotImplementedError
 
     def get_config(self) -> dict:
@@ -55,24 +58,24 @@ def _dtype(dtype) -> np.dtype:
 class Zeros(Initializer):
     """All zeros."""
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         return np.zeros(tuple(shape), _dtype(dtype))
 
 
 class Ones(Initializer):
     """All ones."""
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         return np.ones(tuple(shape), _dtype(dtype))
 
 
 class Constant(Initializer):
     """Every element equal to ``value`` (a scalar, or an array broadcast to the shape)."""
 
-    def __init__(self, value=0.0) -> None:
+    def __init__(self, value: Any = 0.0) -> None:
         self.value = value
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         return np.broadcast_to(to_array(self.value), tuple(shape)).astype(_dtype(dtype))
 
     def get_config(self) -> dict:
@@ -103,11 +106,11 @@ class _Random(Initializer):
 class RandomNormal(_Random):
     """Normal draws with ``mean`` and ``stddev``."""
 
-    def __init__(self, mean: float = 0.0, stddev: float = 0.05, seed: int | None = None):
+    def __init__(self, mean: float = 0.0, stddev: float = 0.05, seed: int | None = None) -> None:
         super().__init__(seed)
         self.mean, self.stddev = mean, stddev
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         dtype = self._float_dtype(dtype)
         a = self._rng().normal(self.mean, self.stddev, tuple(shape))
         return a.astype(dtype)
@@ -119,11 +122,12 @@ class RandomNormal(_Random):
 class RandomUniform(_Random):
     """Uniform draws in ``[minval, maxval)``."""
 
-    def __init__(self, minval: float = -0.05, maxval: float = 0.05, seed: int | None = None):
+    def __init__(self, minval: float = -0.05, maxval: float = 0.05,
+                 seed: int | None = None) -> None:
         super().__init__(seed)
         self.minval, self.maxval = minval, maxval
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         dtype = self._float_dtype(dtype)
         a = self._rng().uniform(self.minval, self.maxval, tuple(shape))
         return a.astype(dtype)
@@ -145,11 +149,11 @@ def _truncated(rng: np.random.Generator, shape: tuple, stddev: float) -> np.ndar
 class TruncatedNormal(_Random):
     """Normal draws within two standard deviations of the mean."""
 
-    def __init__(self, mean: float = 0.0, stddev: float = 0.05, seed: int | None = None):
+    def __init__(self, mean: float = 0.0, stddev: float = 0.05, seed: int | None = None) -> None:
         super().__init__(seed)
         self.mean, self.stddev = mean, stddev
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         dtype = self._float_dtype(dtype)
         a = self.mean + _truncated(self._rng(), tuple(shape), self.stddev)
         return a.astype(dtype)
@@ -192,7 +196,7 @@ class VarianceScaling(_Random):
             raise ValueError(f"VarianceScaling: unknown distribution {distribution!r}")
         self.scale, self.mode, self.distribution = scale, mode, distribution
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         dtype = self._float_dtype(dtype)
         shape = tuple(shape)
         fan_in, fan_out = compute_fans(shape)
@@ -245,7 +249,7 @@ class Orthogonal(_Random):
         super().__init__(seed)
         self.gain = gain
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         dtype = self._float_dtype(dtype)
         shape = tuple(shape)
         if len(shape) < 2:
@@ -269,10 +273,10 @@ class Identity(Initializer):
     def __init__(self, gain: float = 1.0) -> None:
         self.gain = gain
 
-    def __call__(self, shape, dtype=None) -> np.ndarray:
+    def __call__(self, shape: Sequence[int], dtype: DTypeLike = None) -> np.ndarray:
         if len(shape) != 2:
             raise ValueError(f"Identity initializer needs a 2-D shape, received {tuple(shape)}")
-        return (self.gain * np.eye(*shape)).astype(_dtype(dtype))
+        return (self.gain * np.eye(shape[0], shape[1])).astype(_dtype(dtype))
 
     def get_config(self) -> dict:
         return {"gain": self.gain}
@@ -299,7 +303,7 @@ _BY_NAME.update({"zeros": Zeros, "ones": Ones, "constant": Constant,
                  "identity": Identity, "uniform": RandomUniform, "normal": RandomNormal})
 
 
-def get(identifier):
+def get(identifier: Any) -> Any:
     """An initializer from a name, a config dict, an instance or a callable.
 
     Raises:
@@ -322,7 +326,7 @@ def get(identifier):
     raise ValueError(f"cannot interpret {identifier!r} as an initializer")
 
 
-def serialize(initializer) -> dict | str | None:
+def serialize(initializer: Any) -> dict | str | None:
     """Keras's config of an initializer (None and names stay as they are).
 
     Raises:
@@ -335,7 +339,7 @@ def serialize(initializer) -> dict | str | None:
     return serialize_keras_object(initializer)
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """An initializer from :func:`serialize` output or Keras's (see ``lk.saving``).
 
     Raises:

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,7 @@ from layerkit._core.convert import FLOATX, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, DTypeLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
@@ -64,7 +67,7 @@ def _tensor(x) -> Tensor:
     return wrap(a)
 
 
-def _float_pair(y_true, y_pred):
+def _float_pair(y_true: TensorLike, y_pred: TensorLike) -> tuple[Tensor, Tensor]:
     """y_pred as a float Tensor and y_true cast to its dtype."""
     y_pred = _tensor(y_pred)
     if y_pred.dtype.kind != "f":
@@ -75,7 +78,7 @@ def _float_pair(y_true, y_pred):
     return y_true, y_pred
 
 
-def _same_rank(x1: Tensor, x2: Tensor):
+def _same_rank(x1: Tensor, x2: Tensor) -> tuple[Tensor, Tensor]:
     """Keras's squeeze_or_expand_to_same_rank on Tensors (a trailing size-1 axis)."""
     r1, r2 = x1.ndim, x2.ndim
     if r1 == r2 + 1 and x1.shape[-1] == 1:
@@ -91,7 +94,7 @@ def _same_rank(x1: Tensor, x2: Tensor):
     return x1, x2
 
 
-def _matched(name: str, y_true, y_pred):
+def _matched(name: str, y_true: TensorLike, y_pred: TensorLike) -> tuple[Tensor, Tensor]:
     """Float pair with equal shapes, or a ValueError naming the loss and both shapes."""
     y_true, y_pred = _float_pair(y_true, y_pred)
     if y_true.shape != y_pred.shape:
@@ -113,19 +116,19 @@ def _clip_probs(p: Tensor) -> Tensor:
 
 
 # ---- loss functions: per-sample values -----------------------------------------------------
-def mean_squared_error(y_true, y_pred) -> Tensor:
+def mean_squared_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(square(y_true - y_pred), axis=-1)``."""
     y_true, y_pred = _matched("mean_squared_error", y_true, y_pred)
     return _mean_last(_ew.square(_ew.subtract(y_pred, y_true)))
 
 
-def mean_absolute_error(y_true, y_pred) -> Tensor:
+def mean_absolute_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(abs(y_true - y_pred), axis=-1)``."""
     y_true, y_pred = _matched("mean_absolute_error", y_true, y_pred)
     return _mean_last(_ew.abs(_ew.subtract(y_pred, y_true)))
 
 
-def mean_absolute_percentage_error(y_true, y_pred) -> Tensor:
+def mean_absolute_percentage_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``100 * mean(abs((y_true - y_pred) / max(abs(y_true), epsilon)), axis=-1)``."""
     y_true, y_pred = _matched("mean_absolute_percentage_error", y_true, y_pred)
     denom = _ew.maximum(_ew.abs(y_true), EPSILON)
@@ -133,7 +136,7 @@ def mean_absolute_percentage_error(y_true, y_pred) -> Tensor:
                                                              denom))))
 
 
-def mean_squared_logarithmic_error(y_true, y_pred) -> Tensor:
+def mean_squared_logarithmic_error(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(square(log(max(y_pred, eps) + 1) - log(max(y_true, eps) + 1)), axis=-1)``."""
     y_true, y_pred = _matched("mean_squared_logarithmic_error", y_true, y_pred)
     a = _ew.log(_ew.add(_ew.maximum(y_pred, EPSILON), 1.0))
@@ -141,7 +144,7 @@ def mean_squared_logarithmic_error(y_true, y_pred) -> Tensor:
     return _mean_last(_ew.square(_ew.subtract(a, b)))
 
 
-def huber(y_true, y_pred, delta: float = 1.0) -> Tensor:
+def huber(y_true: TensorLike, y_pred: TensorLike, delta: float = 1.0) -> Tensor:
     """Quadratic for ``|error| <= delta``, linear beyond; averaged over the last axis."""
     y_true, y_pred = _matched("huber", y_true, y_pred)
     abs_err = _ew.abs(_ew.subtract(y_pred, y_true))
@@ -152,7 +155,7 @@ def huber(y_true, y_pred, delta: float = 1.0) -> Tensor:
     return _mean_last(per)
 
 
-def log_cosh(y_true, y_pred) -> Tensor:
+def log_cosh(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(log(cosh(y_pred - y_true)), axis=-1)`` in the overflow-free form."""
     y_true, y_pred = _matched("log_cosh", y_true, y_pred)
     x = _ew.subtract(y_pred, y_true)
@@ -161,7 +164,7 @@ def log_cosh(y_true, y_pred) -> Tensor:
     return _mean_last(val)
 
 
-def binary_crossentropy(y_true, y_pred, from_logits: bool = False,
+def binary_crossentropy(y_true: TensorLike, y_pred: TensorLike, from_logits: bool = False,
                         label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
     """Elementwise binary cross-entropy averaged over ``axis``.
 
@@ -184,7 +187,7 @@ def binary_crossentropy(y_true, y_pred, from_logits: bool = False,
     return _reduce.reduce_mean(per, axis=axis) if per.ndim else per
 
 
-def categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
+def categorical_crossentropy(y_true: TensorLike, y_pred: TensorLike, from_logits: bool = False,
                              label_smoothing: float = 0.0, axis: int = -1) -> Tensor:
     """Cross-entropy between one-hot (or soft) labels and predictions along ``axis``.
 
@@ -259,8 +262,9 @@ _SPARSE_LABELS = Op("sparse_labels", _sparse_labels_fwd, num_outputs=2)
 _ONE_HOT = Op("one_hot_labels", _one_hot_fwd)
 
 
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
-                                    ignore_class: int | None = None, axis: int = -1) -> Tensor:
+def sparse_categorical_crossentropy(y_true: TensorLike, y_pred: TensorLike,
+                                    from_logits: bool = False, ignore_class: int | None = None,
+                                    axis: int = -1) -> Tensor:
     """Cross-entropy between integer labels and predictions over classes (last axis).
 
     Args:
@@ -312,7 +316,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False,
     return per
 
 
-def kl_divergence(y_true, y_pred) -> Tensor:
+def kl_divergence(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``sum(y_true * log(y_true / y_pred), axis=-1)`` with both clipped to ``[eps, 1]``."""
     y_true, y_pred = _matched("kl_divergence", y_true, y_pred)
     t = _ew.clip_by_value(y_true, EPSILON, 1.0)
@@ -327,27 +331,27 @@ def _signed(y_true: Tensor) -> Tensor:
     return _ew.where(binary, _ew.subtract(_ew.multiply(2.0, y_true), 1.0), y_true)
 
 
-def hinge(y_true, y_pred) -> Tensor:
+def hinge(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(max(1 - y_true * y_pred, 0), axis=-1)`` (labels -1/1; 0/1 are converted)."""
     y_true, y_pred = _matched("hinge", y_true, y_pred)
     return _mean_last(_ew.maximum(_ew.subtract(1.0, _ew.multiply(_signed(y_true), y_pred)), 0.0))
 
 
-def squared_hinge(y_true, y_pred) -> Tensor:
+def squared_hinge(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(square(max(1 - y_true * y_pred, 0)), axis=-1)``."""
     y_true, y_pred = _matched("squared_hinge", y_true, y_pred)
     h = _ew.maximum(_ew.subtract(1.0, _ew.multiply(_signed(y_true), y_pred)), 0.0)
     return _mean_last(_ew.square(h))
 
 
-def poisson(y_true, y_pred) -> Tensor:
+def poisson(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``mean(y_pred - y_true * log(y_pred + eps), axis=-1)``."""
     y_true, y_pred = _matched("poisson", y_true, y_pred)
     return _mean_last(_ew.subtract(y_pred, _ew.multiply(y_true, _ew.log(_ew.add(y_pred,
                                                                                   EPSILON)))))
 
 
-def categorical_hinge(y_true, y_pred) -> Tensor:
+def categorical_hinge(y_true: TensorLike, y_pred: TensorLike) -> Tensor:
     """``max(max((1 - y_true) * y_pred) - sum(y_true * y_pred) + 1, 0)`` over the last axis.
 
     Examples:
@@ -361,7 +365,8 @@ def categorical_hinge(y_true, y_pred) -> Tensor:
     return _ew.maximum(_ew.add(_ew.subtract(neg, pos), 1.0), 0.0)
 
 
-def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing: bool = False,
+def binary_focal_crossentropy(y_true: TensorLike, y_pred: TensorLike,
+                              apply_class_balancing: bool = False,
                               alpha: float = 0.25, gamma: float = 2.0,
                               from_logits: bool = False, label_smoothing: float = 0.0,
                               axis: int = -1) -> Tensor:
@@ -386,7 +391,8 @@ def binary_focal_crossentropy(y_true, y_pred, apply_class_balancing: bool = Fals
     return _reduce.reduce_mean(out, axis=axis) if out.ndim else out
 
 
-def categorical_focal_crossentropy(y_true, y_pred, alpha: float = 0.25, gamma: float = 2.0,
+def categorical_focal_crossentropy(y_true: TensorLike, y_pred: TensorLike, alpha: float = 0.25,
+                                   gamma: float = 2.0,
                                    from_logits: bool = False, label_smoothing: float = 0.0,
                                    axis: int = -1) -> Tensor:
     """Categorical cross-entropy with each class term scaled by
@@ -409,7 +415,7 @@ def categorical_focal_crossentropy(y_true, y_pred, alpha: float = 0.25, gamma: f
     return _reduce.reduce_sum(_ew.multiply(factor, ce), axis=axis)
 
 
-def dice(y_true, y_pred, axis=None) -> Tensor:
+def dice(y_true: TensorLike, y_pred: TensorLike, axis: AxisLike = None) -> Tensor:
     """``1 - 2 * sum(y_true * y_pred) / (sum(y_true) + sum(y_pred) + eps)`` over ``axis``
     (every axis when None), as Keras's ``dice``."""
     y_true, y_pred = _float_pair(y_true, y_pred)
@@ -419,7 +425,8 @@ def dice(y_true, y_pred, axis=None) -> Tensor:
     return _ew.subtract(1.0, _ew.divide(_ew.multiply(2.0, inter), total))
 
 
-def tversky(y_true, y_pred, alpha: float = 0.5, beta: float = 0.5, axis=None) -> Tensor:
+def tversky(y_true: TensorLike, y_pred: TensorLike, alpha: float = 0.5, beta: float = 0.5,
+            axis: AxisLike = None) -> Tensor:
     """``1 - TP / (TP + alpha * FP + beta * FN + eps)`` with soft counts over ``axis``
     (Keras's ``tversky``: ``FP = sum((1 - y_pred) * y_true)``,
     ``FN = sum(y_pred * (1 - y_true))``, its own naming)."""
@@ -438,7 +445,7 @@ def _l2_normalize(x: Tensor, axis: int) -> Tensor:
     return _ew.multiply(x, _ew.rsqrt(_ew.maximum(sq, 1e-12)))
 
 
-def cosine_similarity(y_true, y_pred, axis: int = -1) -> Tensor:
+def cosine_similarity(y_true: TensorLike, y_pred: TensorLike, axis: int = -1) -> Tensor:
     """The negated cosine similarity ``-sum(l2_normalize(y_true) * l2_normalize(y_pred))``.
 
     A loss (so -1 is best); ``lk.metrics.CosineSimilarity`` reports the positive value.
@@ -530,10 +537,10 @@ def reduce_weighted_values(values: Tensor, sample_weight=None,
         zero = _ew.equal(denom, 0.0)
         return _ew.where(zero, _ew.multiply(total, 0.0),
                          _ew.divide(total, _ew.where(zero, 1.0, denom)))
-    denom = float(values.size)
-    if denom == 0:
+    n = float(values.size)
+    if n == 0:
         return _ew.multiply(total, 0.0)
-    return _ew.divide(total, denom)
+    return _ew.divide(total, n)
 
 
 # ---- loss classes ---------------------------------------------------------------------------
@@ -552,13 +559,14 @@ class Loss:
         dtype: unused (the loss is computed in the predictions' float dtype).
     """
 
-    def __init__(self, name: str | None = None, reduction="sum_over_batch_size",
-                 dtype=None) -> None:
+    def __init__(self, name: str | None = None, reduction: str = "sum_over_batch_size",
+                 dtype: DTypeLike = None) -> None:
         self.name = name or _snake(type(self).__name__)
         self.reduction = _standardize_reduction(reduction)
         self.dtype = dtype
 
-    def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
+    def __call__(self, y_true: TensorLike, y_pred: TensorLike,
+                 sample_weight: TensorLike | None = None) -> Tensor:
         """The reduced loss of a batch (a scalar Tensor unless ``reduction='none'``)."""
         mask = _mask_of(y_pred)  # a Keras mask on y_pred leaves masked entries out
         # A subclass's call() gets Tensors, as in Keras (lists and arrays converted).
@@ -570,7 +578,7 @@ class Loss:
             return _reduce.reduce_mean(values)  # sum / size, in one op
         return reduce_weighted_values(values, sample_weight, self.reduction)
 
-    def call(self, y_true, y_pred) -> Tensor:
+    def call(self, y_true: TensorLike, y_pred: TensorLike) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
 
     def get_config(self) -> dict:
@@ -596,14 +604,14 @@ class LossFunctionWrapper(Loss):
         **kwargs: passed to ``fn`` on every call.
     """
 
-    def __init__(self, fn, reduction="sum_over_batch_size", name: str | None = None,
-                 dtype=None, **kwargs) -> None:
+    def __init__(self, fn: Callable, reduction: str = "sum_over_batch_size",
+                 name: str | None = None, dtype: DTypeLike = None, **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", None), reduction=reduction,
                          dtype=dtype)
         self.fn = fn
         self._fn_kwargs = kwargs
 
-    def call(self, y_true, y_pred) -> Tensor:
+    def call(self, y_true: TensorLike, y_pred: TensorLike) -> Tensor:
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
     def get_config(self) -> dict:
@@ -642,24 +650,24 @@ class MeanSquaredError(_BuiltinLoss):
         0.5
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "mean_squared_error",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "mean_squared_error",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(mean_squared_error, reduction=reduction, name=name, dtype=dtype)
 
 
 class MeanAbsoluteError(_BuiltinLoss):
     """Mean of absolute errors over the last axis, reduced over the batch."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "mean_absolute_error",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "mean_absolute_error",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(mean_absolute_error, reduction=reduction, name=name, dtype=dtype)
 
 
 class MeanAbsolutePercentageError(_BuiltinLoss):
     """Mean absolute percentage error."""
 
-    def __init__(self, reduction="sum_over_batch_size",
-                 name: str = "mean_absolute_percentage_error", dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size",
+                 name: str = "mean_absolute_percentage_error", dtype: DTypeLike = None) -> None:
         super().__init__(mean_absolute_percentage_error, reduction=reduction, name=name,
                          dtype=dtype)
 
@@ -667,8 +675,8 @@ class MeanAbsolutePercentageError(_BuiltinLoss):
 class MeanSquaredLogarithmicError(_BuiltinLoss):
     """Mean squared logarithmic error."""
 
-    def __init__(self, reduction="sum_over_batch_size",
-                 name: str = "mean_squared_logarithmic_error", dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size",
+                 name: str = "mean_squared_logarithmic_error", dtype: DTypeLike = None) -> None:
         super().__init__(mean_squared_logarithmic_error, reduction=reduction, name=name,
                          dtype=dtype)
 
@@ -680,8 +688,8 @@ class Huber(_BuiltinLoss):
         delta: the switch point (default 1.0).
     """
 
-    def __init__(self, delta: float = 1.0, reduction="sum_over_batch_size",
-                 name: str = "huber_loss", dtype=None) -> None:
+    def __init__(self, delta: float = 1.0, reduction: str = "sum_over_batch_size",
+                 name: str = "huber_loss", dtype: DTypeLike = None) -> None:
         super().__init__(huber, reduction=reduction, name=name, dtype=dtype, delta=delta)
         self.delta = delta
 
@@ -689,8 +697,8 @@ class Huber(_BuiltinLoss):
 class LogCosh(_BuiltinLoss):
     """Mean of log(cosh(error))."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "log_cosh",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "log_cosh",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(log_cosh, reduction=reduction, name=name, dtype=dtype)
 
 
@@ -709,8 +717,8 @@ class BinaryCrossentropy(_BuiltinLoss):
     """
 
     def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
-                 reduction="sum_over_batch_size", name: str = "binary_crossentropy",
-                 dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", name: str = "binary_crossentropy",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(binary_crossentropy, reduction=reduction, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
         self.from_logits, self.label_smoothing, self.axis = from_logits, label_smoothing, axis
@@ -731,8 +739,8 @@ class CategoricalCrossentropy(_BuiltinLoss):
     """
 
     def __init__(self, from_logits: bool = False, label_smoothing: float = 0.0, axis: int = -1,
-                 reduction="sum_over_batch_size", name: str = "categorical_crossentropy",
-                 dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", name: str = "categorical_crossentropy",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
         self.from_logits, self.label_smoothing, self.axis = from_logits, label_smoothing, axis
@@ -757,8 +765,8 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
     """
 
     def __init__(self, from_logits: bool = False, ignore_class: int | None = None,
-                 reduction="sum_over_batch_size", axis: int = -1,
-                 name: str = "sparse_categorical_crossentropy", dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", axis: int = -1,
+                 name: str = "sparse_categorical_crossentropy", dtype: DTypeLike = None) -> None:
         super().__init__(sparse_categorical_crossentropy, reduction=reduction, name=name,
                          dtype=dtype, from_logits=from_logits, ignore_class=ignore_class,
                          axis=axis)
@@ -768,7 +776,8 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
         return {**Loss.get_config(self), "from_logits": self.from_logits,
                 "ignore_class": self.ignore_class}
 
-    def __call__(self, y_true, y_pred, sample_weight=None) -> Tensor:
+    def __call__(self, y_true: TensorLike, y_pred: TensorLike,
+                 sample_weight: TensorLike | None = None) -> Tensor:
         """The reduced loss; with ``ignore_class`` the ignored samples are masked out as in
         Keras: the mean reductions divide by the number of kept samples, not of all."""
         ignore = self.ignore_class
@@ -797,32 +806,32 @@ class SparseCategoricalCrossentropy(_BuiltinLoss):
 class KLDivergence(_BuiltinLoss):
     """Kullback-Leibler divergence ``sum(y_true * log(y_true/y_pred))``."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "kl_divergence",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "kl_divergence",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(kl_divergence, reduction=reduction, name=name, dtype=dtype)
 
 
 class Hinge(_BuiltinLoss):
     """Hinge loss for labels -1/1 (0/1 converted)."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "hinge",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "hinge",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class SquaredHinge(_BuiltinLoss):
     """Squared hinge loss for labels -1/1 (0/1 converted)."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "squared_hinge",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "squared_hinge",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(squared_hinge, reduction=reduction, name=name, dtype=dtype)
 
 
 class Poisson(_BuiltinLoss):
     """Poisson loss ``y_pred - y_true * log(y_pred)``."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "poisson",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "poisson",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(poisson, reduction=reduction, name=name, dtype=dtype)
 
 
@@ -835,8 +844,8 @@ class CategoricalHinge(_BuiltinLoss):
         0.7
     """
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "categorical_hinge",
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "categorical_hinge",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(categorical_hinge, reduction=reduction, name=name, dtype=dtype)
 
 
@@ -849,8 +858,8 @@ class CosineSimilarity(_BuiltinLoss):
         -1.0
     """
 
-    def __init__(self, axis: int = -1, reduction="sum_over_batch_size",
-                 name: str = "cosine_similarity", dtype=None) -> None:
+    def __init__(self, axis: int = -1, reduction: str = "sum_over_batch_size",
+                 name: str = "cosine_similarity", dtype: DTypeLike = None) -> None:
         super().__init__(cosine_similarity, reduction=reduction, name=name, dtype=dtype,
                          axis=axis)
 
@@ -865,8 +874,8 @@ class BinaryFocalCrossentropy(_BuiltinLoss):
 
     def __init__(self, apply_class_balancing: bool = False, alpha: float = 0.25,
                  gamma: float = 2.0, from_logits: bool = False, label_smoothing: float = 0.0,
-                 axis: int = -1, reduction="sum_over_batch_size",
-                 name: str = "binary_focal_crossentropy", dtype=None) -> None:
+                 axis: int = -1, reduction: str = "sum_over_batch_size",
+                 name: str = "binary_focal_crossentropy", dtype: DTypeLike = None) -> None:
         super().__init__(binary_focal_crossentropy, reduction=reduction, name=name,
                          dtype=dtype, apply_class_balancing=apply_class_balancing,
                          alpha=alpha, gamma=gamma, from_logits=from_logits,
@@ -878,8 +887,8 @@ class CategoricalFocalCrossentropy(_BuiltinLoss):
 
     def __init__(self, alpha: float = 0.25, gamma: float = 2.0, from_logits: bool = False,
                  label_smoothing: float = 0.0, axis: int = -1,
-                 reduction="sum_over_batch_size", name: str = "categorical_focal_crossentropy",
-                 dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size",
+                 name: str = "categorical_focal_crossentropy", dtype: DTypeLike = None) -> None:
         super().__init__(categorical_focal_crossentropy, reduction=reduction, name=name,
                          dtype=dtype, alpha=alpha, gamma=gamma, from_logits=from_logits,
                          label_smoothing=label_smoothing, axis=axis)
@@ -888,8 +897,8 @@ class CategoricalFocalCrossentropy(_BuiltinLoss):
 class Dice(_BuiltinLoss):
     """The Dice loss (see :func:`dice`), as Keras's."""
 
-    def __init__(self, reduction="sum_over_batch_size", name: str = "dice", axis=None,
-                 dtype=None) -> None:
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str = "dice",
+                 axis: AxisLike = None, dtype: DTypeLike = None) -> None:
         super().__init__(dice, reduction=reduction, name=name, dtype=dtype, axis=axis)
 
 
@@ -897,8 +906,8 @@ class Tversky(_BuiltinLoss):
     """The Tversky loss (see :func:`tversky`), as Keras's."""
 
     def __init__(self, alpha: float = 0.5, beta: float = 0.5,
-                 reduction="sum_over_batch_size", name: str = "tversky", axis=None,
-                 dtype=None) -> None:
+                 reduction: str = "sum_over_batch_size", name: str = "tversky",
+                 axis: AxisLike = None, dtype: DTypeLike = None) -> None:
         super().__init__(tversky, reduction=reduction, name=name, dtype=dtype, alpha=alpha,
                          beta=beta, axis=axis)
 
@@ -935,7 +944,7 @@ _CLASS_OF = {
 }
 
 
-def get(identifier) -> Loss | None:
+def get(identifier: Any) -> Loss | None:
     """A Loss from a string name, a class, a config dict, a function or an instance.
 
     A string gives the Loss object (``'mse'`` -> ``MeanSquaredError(name='mse')``); a
@@ -965,14 +974,14 @@ def get(identifier) -> Loss | None:
     raise ValueError(f"could not interpret loss identifier {identifier!r}")
 
 
-def serialize(loss) -> dict | str:
+def serialize(loss: Any) -> dict | str:
     """Keras's config of a loss object or function (see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import serialize_keras_object
 
     return serialize_keras_object(loss)
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """Rebuild a loss (object or function) from :func:`serialize` output or Keras's."""
     from layerkit.saving.serialization_lib import deserialize_keras_object
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from layerkit._core.context import name_scope
 from layerkit._core.nest import flatten
@@ -161,7 +162,7 @@ class Module:
         return self._flatten(lambda v: isinstance(v, Module))
 
     @classmethod
-    def with_name_scope(cls, method):
+    def with_name_scope(cls, method: Callable) -> Callable:
         """Decorator: run ``method`` inside the module's :attr:`name_scope`.
 
         Examples:

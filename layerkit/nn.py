@@ -6,6 +6,10 @@ cross-entropy ops (TensorFlow names and semantics; channels last: NWC / NHWC / N
     >>> lk.nn.softmax([[1.0, 1.0]]).numpy()
     array([[0.5, 0.5]], dtype=float32)
 """
+from typing import TYPE_CHECKING
+
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit._missing import missing_attribute
 from layerkit.distribute.losses import compute_average_loss, scale_regularization_loss
 from layerkit.primitives.conv import (
@@ -55,7 +59,8 @@ from layerkit.primitives.registry import NAMESPACES
 swish = silu  # Keras/TF alias
 
 
-def atrous_conv2d(value, filters, rate: int, padding: str, name: str | None = None):
+def atrous_conv2d(value: TensorLike, filters: TensorLike, rate: int, padding: str,
+                  name: str | None = None) -> Tensor:
     """Dilated 2-D convolution (``tf.nn.atrous_conv2d``): :func:`conv2d` with stride 1
     and ``dilations=rate``."""
     return conv2d(value, filters, strides=1, padding=padding, dilations=rate)
@@ -63,6 +68,25 @@ def atrous_conv2d(value, filters, rate: int, padding: str, name: str | None = No
 
 # Ops published to tf.nn by their own modules (sigmoid, tanh, top_k, bias_add, ...).
 globals().update(NAMESPACES["nn"])
+# ---- BEGIN op registry exports for type checkers (generated) ----
+if TYPE_CHECKING:  # tests/test_public_hints.py writes this block
+    from layerkit.primitives.elementwise import sigmoid as sigmoid
+    from layerkit.primitives.elementwise import tanh as tanh
+    from layerkit.primitives.math_ops import bias_add as bias_add
+    from layerkit.primitives.math_ops import crelu as crelu
+    from layerkit.primitives.math_ops import embedding_lookup as embedding_lookup
+    from layerkit.primitives.math_ops import l2_loss as l2_loss
+    from layerkit.primitives.math_ops import log_poisson_loss as log_poisson_loss
+    from layerkit.primitives.math_ops import log_sigmoid as log_sigmoid
+    from layerkit.primitives.math_ops import softsign as softsign
+    from layerkit.primitives.math_ops import (
+        weighted_cross_entropy_with_logits as weighted_cross_entropy_with_logits,
+    )
+    from layerkit.primitives.rearrange import depth_to_space as depth_to_space
+    from layerkit.primitives.rearrange import space_to_depth as space_to_depth
+    from layerkit.primitives.rearrange import zero_fraction as zero_fraction
+    from layerkit.primitives.sorting import top_k as top_k
+# ---- END op registry exports ----
 
 __all__ = [
     "relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "softplus", "silu", "swish",

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit.primitives.random import (
     FLOATX,
     Generator,
@@ -91,7 +92,8 @@ def _stateless_source(seed: Any, op: str) -> int:
     return (int(words[0]) << 32) | int(words[1])
 
 
-def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=FLOATX,
+def stateless_normal(shape: ShapeLike, seed: TensorLike, mean: TensorLike = 0.0,
+                     stddev: TensorLike = 1.0, dtype: DTypeLike = FLOATX,
                      alg: str = "auto_select") -> Tensor:
     """Normal samples that depend only on ``seed`` (a pair of ints), as
     ``tf.random.stateless_normal``: the same seed gives the same values on every call,
@@ -106,7 +108,8 @@ def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=FLOATX,
                    stddev, dtype)
 
 
-def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=FLOATX,
+def stateless_uniform(shape: ShapeLike, seed: TensorLike, minval: TensorLike = 0,
+                      maxval: TensorLike | None = None, dtype: DTypeLike = FLOATX,
                       alg: str = "auto_select") -> Tensor:
     """Uniform samples on ``[minval, maxval)`` that depend only on ``seed`` (see
     :func:`stateless_normal`); ``maxval`` is required for integer dtypes."""
@@ -114,7 +117,8 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=FLOATX,
                     maxval, dtype)
 
 
-def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=FLOATX,
+def stateless_truncated_normal(shape: ShapeLike, seed: TensorLike, mean: TensorLike = 0.0,
+                               stddev: TensorLike = 1.0, dtype: DTypeLike = FLOATX,
                                alg: str = "auto_select") -> Tensor:
     """Truncated normal samples (within two standard deviations) that depend only on
     ``seed`` (see :func:`stateless_normal`)."""
@@ -122,13 +126,14 @@ def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=FLOATX,
                              shape, mean, stddev, dtype)
 
 
-def stateless_categorical(logits, num_samples: int, seed, dtype=np.int64) -> Tensor:
+def stateless_categorical(logits: TensorLike, num_samples: int, seed: TensorLike,
+                          dtype: DTypeLike = np.int64) -> Tensor:
     """Class indices drawn from ``softmax(logits)`` that depend only on ``seed``."""
     return _categorical(_stateless_source(seed, "lk.random.stateless_categorical"), logits,
                         num_samples, dtype)
 
 
-def split(seed, num: int = 2) -> Tensor:
+def split(seed: TensorLike, num: int = 2) -> Tensor:
     """``num`` new stateless seeds derived from ``seed``, as a ``(num, 2)`` int64 tensor
     (``tf.random.split``)."""
     a, b = _pair(seed, "lk.random.split")
@@ -136,7 +141,7 @@ def split(seed, num: int = 2) -> Tensor:
     return Tensor(words.astype(np.int64).reshape(int(num), 2))
 
 
-def fold_in(seed, data: int) -> Tensor:
+def fold_in(seed: TensorLike, data: int) -> Tensor:
     """A new stateless seed from ``seed`` and an integer ``data`` (``tf.random.fold_in``)."""
     a, b = _pair(seed, "lk.random.fold_in")
     words = np.random.SeedSequence([a, b, int(data) % (1 << 64)]).generate_state(2, np.uint32)

@@ -7,8 +7,11 @@ Examples:
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit import primitives as prim
 from layerkit._core.serialization import init_kwargs
+from layerkit._core.types import TensorLike
 
 __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "serialize",
            "deserialize"]
@@ -17,7 +20,7 @@ __all__ = ["Regularizer", "L1", "L2", "L1L2", "l1", "l2", "l1_l2", "get", "seria
 class Regularizer:
     """Base class: ``reg(weight) -> scalar Tensor`` written with layerkit ops."""
 
-    def __call__(self, x):
+    def __call__(self, x: TensorLike) -> Any:
         raise NotImplementedError
 
     def get_config(self) -> dict:
@@ -35,7 +38,7 @@ class L1L2(Regularizer):
     def __init__(self, l1: float = 0.0, l2: float = 0.0) -> None:
         self.l1, self.l2 = float(l1), float(l2)
 
-    def __call__(self, x):
+    def __call__(self, x: TensorLike) -> Any:
         total = None
         if self.l1:
             total = prim.multiply(self.l1, prim.reduce_sum(prim.abs(x)))
@@ -72,7 +75,7 @@ l1, l2, l1_l2 = L1, L2, L1L2
 _BY_NAME = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
 
 
-def get(identifier):
+def get(identifier: Any) -> Any:
     """A regularizer from a name, a config dict, an instance or a callable (None passes)."""
     if identifier is None or isinstance(identifier, Regularizer):
         return identifier
@@ -87,7 +90,7 @@ def get(identifier):
     raise ValueError(f"cannot interpret {identifier!r} as a regularizer")
 
 
-def serialize(regularizer):
+def serialize(regularizer: Any) -> Any:
     """Keras's config of a regularizer (None and names stay as they are)."""
     if regularizer is None or isinstance(regularizer, str):
         return regularizer
@@ -96,7 +99,7 @@ def serialize(regularizer):
     return serialize_keras_object(regularizer)
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """A regularizer from :func:`serialize` output or Keras's (see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import deserialize_keras_object
 

@@ -19,9 +19,11 @@ every reading function accepts that spelling or layerkit's own (``<path>``).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import PathLike
 from layerkit.checkpoint import Checkpoint, CheckpointManager, CheckpointReader
 from layerkit.checkpoint.format import CheckpointNotFoundError
 from layerkit.checkpoint.index import latest_checkpoint
@@ -34,8 +36,8 @@ class CheckpointOptions:
     """Accepted for TensorFlow compatibility (``options=`` of save/restore); layerkit
     writes and reads one local file, so the options change nothing."""
 
-    def __init__(self, experimental_io_device=None, experimental_enable_async_checkpoint=False,
-                 **kwargs) -> None:
+    def __init__(self, experimental_io_device: str | None = None,
+                 experimental_enable_async_checkpoint: bool = False, **kwargs: Any) -> None:
         self.experimental_io_device = experimental_io_device
         self.experimental_enable_async_checkpoint = experimental_enable_async_checkpoint
 
@@ -75,13 +77,13 @@ class _Reader(CheckpointReader):
         return {k + _TF_SUFFIX: self.dtype(k) for k in self.keys()}
 
 
-def load_checkpoint(ckpt_dir_or_file) -> _Reader:
+def load_checkpoint(ckpt_dir_or_file: PathLike) -> _Reader:
     """A reader of the checkpoint at a path, or of the newest one in a directory
     (``get_tensor``, ``has_tensor``, ``get_variable_to_shape_map``, ``keys``)."""
     return _Reader(_resolve(ckpt_dir_or_file))
 
 
-def list_variables(ckpt_dir_or_file) -> list:
+def list_variables(ckpt_dir_or_file: PathLike) -> list:
     """``(name, shape)`` of every saved array, sorted by name, with TensorFlow's names
     (``net/l1/kernel/.ATTRIBUTES/VARIABLE_VALUE``)."""
     reader = load_checkpoint(ckpt_dir_or_file)
@@ -91,7 +93,7 @@ def list_variables(ckpt_dir_or_file) -> list:
         reader.close()
 
 
-def load_variable(ckpt_dir_or_file, name: str) -> np.ndarray:
+def load_variable(ckpt_dir_or_file: PathLike, name: str) -> np.ndarray:
     """The saved value of one array as a NumPy array.
 
     Raises:

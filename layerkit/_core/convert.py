@@ -7,9 +7,12 @@ scalar stays *weak* (NumPy 2 promotion), so ``float32_tensor * 2.0`` stays float
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike
 
 FLOATX = np.dtype("float32")
 INT = np.dtype("int32")  # Python ints (TensorFlow's default integer)
@@ -135,7 +138,8 @@ def _has_explicit(value, dtype: np.dtype) -> bool:
                for v in _flat(value))
 
 
-def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
+def convert_to_tensor(value: Any, dtype: DTypeLike = None, dtype_hint: DTypeLike = None,
+                      name: str | None = None) -> Tensor:
     """Return ``value`` as a Tensor (Tensors and Variables pass through unchanged; a NumPy
     array is copied, so changing it later does not change the Tensor).
 
@@ -150,7 +154,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     if dtype is None and dtype_hint is not None and not isinstance(
             value, (Tensor, np.ndarray, np.generic)):
         a = to_array(value)
-        hint = as_dtype(dtype_hint)
+        hint = np.dtype(as_dtype(dtype_hint))
         if a.dtype != hint:
             with np.errstate(all="ignore"):
                 cand = a.astype(hint)
@@ -161,10 +165,10 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
         t._v = a
         return t
     if isinstance(value, Tensor):
-        if dtype is not None and value.dtype != as_dtype(dtype):
+        if dtype is not None and value.dtype != (want := as_dtype(dtype)):
             raise TypeError(
                 f"convert_to_tensor: tensor has dtype {value.dtype.name}, "
-                f"requested {as_dtype(dtype).name}; use lk.cast to convert"
+                f"requested {want}; use lk.cast to convert"
             )
         return value
     a = to_array(value, dtype)
@@ -175,7 +179,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None) -> Tensor:
     return t
 
 
-def constant(value, dtype=None, shape=None, name=None) -> Tensor:
+def constant(value: Any, dtype: DTypeLike = None, shape: ShapeLike | None = None,
+             name: str | None = None) -> Tensor:
     """Create a Tensor holding a copy of ``value`` (optionally cast to ``dtype``).
 
     Args:

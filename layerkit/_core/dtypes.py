@@ -10,6 +10,7 @@ TensorFlow's properties (``is_floating``, ``as_numpy_dtype``, ``min``, ``max``, 
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,7 @@ class DType:
         return self.dtype.itemsize
 
     @property
-    def min(self):
+    def min(self) -> Any:
         """The smallest value (a NumPy float for float dtypes, an int for integers).
 
         Raises:
@@ -118,7 +119,7 @@ class DType:
         return self._limit("minimum", 0)
 
     @property
-    def max(self):
+    def max(self) -> Any:
         """The largest value. Raises ``TypeError`` for bool and complex dtypes."""
         return self._limit("maximum", 1)
 
@@ -145,7 +146,7 @@ class DType:
             return int(iinfo.max if i else iinfo.min)
         raise TypeError(f"Cannot find {what} value of {self} with type {self}.")
 
-    def is_compatible_with(self, other) -> builtins.bool:
+    def is_compatible_with(self, other: Any) -> builtins.bool:
         """Whether a value of dtype ``other`` may be used where this dtype is expected."""
         try:
             return as_dtype(other) is self
@@ -213,7 +214,7 @@ complex64 = _BY_NAME["complex64"]
 complex128 = _BY_NAME["complex128"]
 
 
-def as_dtype(type_value) -> DType:
+def as_dtype(type_value: Any) -> DType:
     """The :class:`DType` for a dtype name, NumPy type or dtype, or DType (TF's rule).
 
     ``'float'`` and Python's ``float`` mean float32 and Python's ``int`` int32, as for

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from layerkit._core import context
 from layerkit._core.op import Op, apply
+from layerkit._core.types import TensorLike
 
 
 class PythonCall:
@@ -74,7 +75,7 @@ PYTHON_CALL_GRAD = Op("python_call", _forward, _vjp, num_outputs=-1, stateful=Tr
 
 
 def python_call(fn: Callable, inputs: Sequence = (), *, name: str = "python_call",
-                updates=(), grad: Callable | None = None) -> tuple:
+                updates: TensorLike = (), grad: Callable | None = None) -> tuple:
     """Run ``fn`` on the arrays of ``inputs`` as one stateful node of the graph being
     traced (on every call of the ``lk.function``), or right away outside a trace.
 

@@ -10,6 +10,7 @@ compares equal to tuples and lists with the same dimensions, so
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 
 def _dim(d, where: str):
@@ -57,7 +58,7 @@ class TensorShape:
 
     __slots__ = ("_dims",)
 
-    def __init__(self, dims=None) -> None:
+    def __init__(self, dims: Any = None) -> None:
         if dims is None:
             self._dims = None
         elif isinstance(dims, TensorShape):
@@ -121,7 +122,7 @@ class TensorShape:
         if not self.is_fully_defined():
             return None
         n = 1
-        for d in self._dims:
+        for d in self._dims or ():
             n *= d
         return n
 
@@ -130,7 +131,7 @@ class TensorShape:
         return self._dims is not None and None not in self._dims
 
     # ---- compatibility --------------------------------------------------------------------
-    def is_compatible_with(self, other) -> bool:
+    def is_compatible_with(self, other: Any) -> bool:
         """Whether some fully defined shape fits both this and ``other`` (None matches
         any size; an unknown rank matches any rank)."""
         other = as_shape(other)
@@ -139,12 +140,12 @@ class TensorShape:
         return len(self._dims) == len(other._dims) and all(
             a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
 
-    def assert_is_compatible_with(self, other) -> None:
+    def assert_is_compatible_with(self, other: Any) -> None:
         """Raises ``ValueError`` if ``other`` is not compatible with this shape."""
         if not self.is_compatible_with(other):
             raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
 
-    def merge_with(self, other) -> TensorShape:
+    def merge_with(self, other: Any) -> TensorShape:
         """The most specific shape compatible with both (known dimensions win).
 
         Raises:
@@ -159,7 +160,7 @@ class TensorShape:
             raise ValueError(f"Shapes {self} and {other} are not compatible")
         return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
 
-    def most_specific_compatible_shape(self, other) -> TensorShape:
+    def most_specific_compatible_shape(self, other: Any) -> TensorShape:
         """The most specific shape that both this and ``other`` are compatible with:
         dimensions that differ (or ranks that differ) become unknown."""
         other = as_shape(other)
@@ -167,7 +168,7 @@ class TensorShape:
             return TensorShape(None)
         return TensorShape([a if a == b else None for a, b in zip(self._dims, other._dims)])
 
-    def concatenate(self, other) -> TensorShape:
+    def concatenate(self, other: Any) -> TensorShape:
         """This shape's dimensions followed by ``other``'s (unknown if either rank is)."""
         other = as_shape(other)
         if self._dims is None or other._dims is None:

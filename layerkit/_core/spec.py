@@ -4,11 +4,14 @@ One class serves ``lk.function`` input signatures and ``lk.data`` element specs.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.shape import TensorShape
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 
 
 def _norm_dtype(dt: np.dtype) -> np.dtype:
@@ -45,7 +48,8 @@ class TensorSpec:
 
     __slots__ = ("shape", "dtype", "name")
 
-    def __init__(self, shape=None, dtype="float32", name: str | None = None) -> None:
+    def __init__(self, shape: ShapeLike | None = None, dtype: DTypeLike = "float32",
+                 name: str | None = None) -> None:
         if isinstance(shape, TensorShape):
             shape = shape.dims
         if shape is not None:
@@ -64,12 +68,12 @@ class TensorSpec:
         self.name = name
 
     @classmethod
-    def from_tensor(cls, tensor, name: str | None = None) -> TensorSpec:
+    def from_tensor(cls, tensor: TensorLike, name: str | None = None) -> TensorSpec:
         """The spec of an existing tensor or array."""
         a = np.asarray(tensor._v) if isinstance(tensor, Tensor) else to_array(tensor)
         return cls(a.shape, a.dtype, name)
 
-    def is_compatible_with(self, value) -> bool:
+    def is_compatible_with(self, value: Any) -> bool:
         """True if ``value`` (a tensor, array, or a TensorSpec) fits this spec."""
         if not isinstance(value, TensorSpec):
             value = TensorSpec.from_tensor(value)

@@ -11,6 +11,7 @@ holding ops that read the old value keep it.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from layerkit._core import distribution
 from layerkit._core.context import RECORDERS
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 
 _uid = itertools.count()
 _new = object.__new__
@@ -194,8 +196,8 @@ class Variable(Tensor):
 
     __slots__ = ("_name", "_trainable", "_uid", "_on_create", "constraint")
 
-    def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
-                 dtype=None) -> None:
+    def __init__(self, initial_value: TensorLike, trainable: bool = True, name: str | None = None,
+                 dtype: DTypeLike = None) -> None:
         if callable(initial_value):
             initial_value = initial_value()
         a = _numeric(_array_of(initial_value, as_dtype(dtype)), name or "Variable", "hold")
@@ -255,17 +257,20 @@ class Variable(Tensor):
 
     # ``use_locking`` and ``name`` are TensorFlow's (accepted, no effect); with
     # ``read_value=False`` the update returns None, as TF returns the op then.
-    def assign(self, value, use_locking=None, name=None, read_value: bool = True):
+    def assign(self, value: Any, use_locking: bool | None = None, name: str | None = None,
+               read_value: bool = True) -> Variable | None:
         """Set the value in place; the shape must match. Returns the variable."""
         self._update("assign", value)
         return self if read_value else None
 
-    def assign_add(self, delta, use_locking=None, name=None, read_value: bool = True):
+    def assign_add(self, delta: TensorLike, use_locking: bool | None = None,
+                   name: str | None = None, read_value: bool = True) -> Variable | None:
         """Add ``delta`` to the value (shape must match). Returns the variable."""
         self._update("assign_add", delta)
         return self if read_value else None
 
-    def assign_sub(self, delta, use_locking=None, name=None, read_value: bool = True):
+    def assign_sub(self, delta: TensorLike, use_locking: bool | None = None,
+                   name: str | None = None, read_value: bool = True) -> Variable | None:
         """Subtract ``delta`` from the value (shape must match). Returns the variable."""
         self._update("assign_sub", delta)
         return self if read_value else None

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import enum
 import types
+from collections.abc import Callable
+from typing import Any
 
 from layerkit.autograph.transformer import (
     AutoGraphWarning,
@@ -45,7 +47,7 @@ def set_verbosity(level: int, alsologtostdout: bool = False) -> None:
     _VERBOSITY[0] = int(level)
 
 
-def trace(*args) -> None:
+def trace(*args: Any) -> None:
     """Print ``args`` when the code runs in Python, i.e. while tracing inside
     ``lk.function`` (``tf.autograph.trace``); tensors print as ``repr`` shows them.
 
@@ -57,7 +59,8 @@ def trace(*args) -> None:
     print(*args)
 
 
-def to_graph(entity, recursive: bool = True, experimental_optional_features=None):
+def to_graph(entity: Callable, recursive: bool = True,
+             experimental_optional_features: Any = None) -> Callable:
     """The converted version of a Python function (``tf.autograph.to_graph``).
 
     The result runs like the original outside ``lk.function`` and converts its control
@@ -91,7 +94,8 @@ def to_graph(entity, recursive: bool = True, experimental_optional_features=None
     return convert(fn, strict=True)
 
 
-def to_code(entity, recursive: bool = True, experimental_optional_features=None) -> str:
+def to_code(entity: Callable, recursive: bool = True,
+            experimental_optional_features: Any = None) -> str:
     """The Python source AutoGraph generates for a function (``tf.autograph.to_code``).
 
     Args:
@@ -109,7 +113,7 @@ def to_code(entity, recursive: bool = True, experimental_optional_features=None)
     return source_of(fn)
 
 
-def do_not_convert(func=None):
+def do_not_convert(func: Callable | None = None) -> Any:
     """Decorator: AutoGraph leaves ``func`` as written (``tf.autograph.experimental.
     do_not_convert``); inside ``lk.function`` its Python control flow runs at trace time.
 
@@ -123,7 +127,7 @@ def do_not_convert(func=None):
     """
     if func is None:
         return do_not_convert
-    target = getattr(func, "__func__", func)
+    target: Any = getattr(func, "__func__", func)
     try:
         target.__lk_do_not_convert__ = True
     except AttributeError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from layerkit._core.types import Logs, PathLike
 from layerkit.callbacks.callback import Callback, batch_save_due, check_save_freq
 from layerkit.checkpoint import Checkpoint, CheckpointError, GlobalRNG
 
@@ -57,8 +58,8 @@ class BackupAndRestore(Callback):
 
     FILENAME = "training_state.ckpt"
 
-    def __init__(self, backup_dir, save_freq="epoch", double_checkpoint: bool = False,
-                 delete_checkpoint: bool = True) -> None:
+    def __init__(self, backup_dir: PathLike, save_freq: str = "epoch",
+                 double_checkpoint: bool = False, delete_checkpoint: bool = True) -> None:
         super().__init__()
         if not backup_dir:
             raise ValueError("BackupAndRestore: empty `backup_dir` argument passed")
@@ -79,7 +80,7 @@ class BackupAndRestore(Callback):
         return Checkpoint(model=self.model, optimizer=self.model.optimizer, rng=GlobalRNG(),
                           fit=state)
 
-    def on_train_begin(self, logs=None) -> None:
+    def on_train_begin(self, logs: Logs = None) -> None:
         self._batches_seen_since_last_saving = 0
         self._ckpt = self._checkpoint()
         candidates = [p for p in (self._path, self._prev_path)
@@ -92,11 +93,11 @@ class BackupAndRestore(Callback):
                 if i == len(candidates) - 1:
                     raise
 
-    def on_train_batch_end(self, batch, logs=None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         if batch_save_due(self):
             self._save()
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if self.save_freq == "epoch":
             self._save()
 
@@ -106,7 +107,7 @@ class BackupAndRestore(Callback):
             os.replace(self._path, self._prev_path)
         self._ckpt.write(self._path)
 
-    def on_train_end(self, logs=None) -> None:
+    def on_train_end(self, logs: Logs = None) -> None:
         self._ckpt = None
         if self.delete_checkpoint and os.path.isdir(self.backup_dir):
             shutil.rmtree(self.backup_dir)

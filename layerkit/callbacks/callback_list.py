@@ -1,7 +1,10 @@
 """``CallbackList``: calls a hook on every callback, skipping the ones nobody overrides."""
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit._core.nest import flatten
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import _HOOKS, Callback, _overrides
 from layerkit.callbacks.history import History
 from layerkit.callbacks.progbar_logger import ProgbarLogger
@@ -31,8 +34,8 @@ class CallbackList(Callback):
         [0]
     """
 
-    def __init__(self, callbacks=None, add_history: bool = False, add_progbar: bool = False,
-                 model=None, **params) -> None:
+    def __init__(self, callbacks: Any = None, add_history: bool = False, add_progbar: bool = False,
+                 model: Any = None, **params: Any) -> None:
         super().__init__()
         self.callbacks = flatten(list(callbacks or []))
         for cb in self.callbacks:
@@ -65,7 +68,7 @@ class CallbackList(Callback):
             callback.set_params(self.params)
         self._refresh()
 
-    def set_model(self, model) -> None:
+    def set_model(self, model: Any) -> None:
         if model is None:
             return
         super().set_model(model)
@@ -94,7 +97,7 @@ class CallbackList(Callback):
 def _dispatcher(hook: str):
     arity = 2 if ("batch" in hook or "epoch" in hook) else 1
 
-    def call(self, *args, logs=None):
+    def call(self: CallbackList, *args: Any, logs: Logs = None) -> None:
         if len(args) == arity:
             args, logs = args[:-1], args[-1]
         for fn in self._active[hook]:

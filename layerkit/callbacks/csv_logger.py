@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import Logs, PathLike
 from layerkit.callbacks.callback import Callback
 
 
@@ -37,7 +38,7 @@ class CSVLogger(Callback):
         >>> logger = lk.callbacks.CSVLogger("training.csv", separator=";")
     """
 
-    def __init__(self, filename, separator: str = ",", append: bool = False) -> None:
+    def __init__(self, filename: PathLike, separator: str = ",", append: bool = False) -> None:
         super().__init__()
         self.sep = separator
         self.filename = os.fspath(filename)
@@ -47,7 +48,7 @@ class CSVLogger(Callback):
         self.append_header = True
         self.csv_file: Any = None    # the open file while training
 
-    def on_train_begin(self, logs=None) -> None:
+    def on_train_begin(self, logs: Logs = None) -> None:
         if self.append:
             if os.path.exists(self.filename):
                 with open(self.filename) as f:
@@ -61,7 +62,7 @@ class CSVLogger(Callback):
         self.writer = None
         self.keys = None
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         logs = logs or {}
         if self.keys is None:
             self.keys = sorted(logs)
@@ -77,7 +78,7 @@ class CSVLogger(Callback):
         self.writer.writerow(row)
         self.csv_file.flush()
 
-    def on_train_end(self, logs=None) -> None:
+    def on_train_end(self, logs: Logs = None) -> None:
         if self.csv_file is not None and not self.csv_file.closed:
             self.csv_file.close()
         self.writer = None

@@ -1,6 +1,7 @@
 """``EarlyStopping``: stop training when a metric stops improving."""
 from __future__ import annotations
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.monitor_callback import MonitorCallback
 
 
@@ -44,7 +45,7 @@ class EarlyStopping(MonitorCallback):
         self.best_epoch = 0
         self.start_from_epoch = start_from_epoch
 
-    def on_train_begin(self, logs=None) -> None:
+    def on_train_begin(self, logs: Logs = None) -> None:
         # The same instance may serve several fit calls.
         self.wait = 0
         self.stopped_epoch = 0
@@ -52,7 +53,7 @@ class EarlyStopping(MonitorCallback):
         self.best_weights = None
         self.best_epoch = 0
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if self.monitor_op is None:
             self._set_monitor_op()
         current = self.get_monitor_value(logs)
@@ -76,7 +77,7 @@ class EarlyStopping(MonitorCallback):
             self.stopped_epoch = epoch
             self.model.stop_training = True
 
-    def on_train_end(self, logs=None) -> None:
+    def on_train_end(self, logs: Logs = None) -> None:
         if self.stopped_epoch > 0 and self.verbose > 0:
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
         if self.restore_best_weights and self.best_weights is not None:

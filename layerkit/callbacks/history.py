@@ -1,6 +1,7 @@
 """``History``: the per-epoch logs ``fit`` returns."""
 from __future__ import annotations
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
 
 
@@ -15,10 +16,10 @@ class History(Callback):
         self.history: dict[str, list] = {}
         self.epoch: list[int] = []
 
-    def on_train_begin(self, logs=None) -> None:
+    def on_train_begin(self, logs: Logs = None) -> None:
         self.epoch = []
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         self.epoch.append(epoch)
         for k, v in (logs or {}).items():
             self.history.setdefault(k, []).append(v)

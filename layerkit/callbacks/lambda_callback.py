@@ -1,6 +1,9 @@
 """``LambdaCallback``: a callback made of plain functions."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from layerkit.callbacks.callback import _HOOKS, Callback
 
 
@@ -31,9 +34,10 @@ class LambdaCallback(Callback):
         >>> cb = lk.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: ends.append(epoch))
     """
 
-    def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_begin=None,
-                 on_train_end=None, on_train_batch_begin=None, on_train_batch_end=None,
-                 **kwargs) -> None:
+    def __init__(self, on_epoch_begin: Callable | None = None, on_epoch_end: Callable | None = None,
+                 on_train_begin: Callable | None = None, on_train_end: Callable | None = None,
+                 on_train_batch_begin: Callable | None = None,
+                 on_train_batch_end: Callable | None = None, **kwargs: Any) -> None:
         super().__init__()
         hooks = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end,
                      on_train_begin=on_train_begin, on_train_end=on_train_end,

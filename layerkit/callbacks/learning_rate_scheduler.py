@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
 
 
@@ -36,12 +38,12 @@ class LearningRateScheduler(Callback):
         >>> cb = lk.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.9)
     """
 
-    def __init__(self, schedule, verbose: int = 0) -> None:
+    def __init__(self, schedule: Callable, verbose: int = 0) -> None:
         super().__init__()
         self.schedule = schedule
         self.verbose = verbose
 
-    def on_epoch_begin(self, epoch, logs=None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
         opt = self.model.optimizer
         try:
             new = self.schedule(epoch, current_lr(opt))
@@ -58,6 +60,6 @@ class LearningRateScheduler(Callback):
             print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to "
                   f"{new}.")
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if logs is not None:
             logs["learning_rate"] = current_lr(self.model.optimizer)

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from layerkit._core.types import Logs, PathLike
 from layerkit.callbacks.callback import batch_save_due, check_save_freq
 from layerkit.callbacks.monitor_callback import MonitorCallback
 
@@ -49,9 +50,9 @@ class ModelCheckpoint(MonitorCallback):
         ...                                     save_best_only=True, save_weights_only=True)
     """
 
-    def __init__(self, filepath, monitor: str = "val_loss", verbose: int = 0,
+    def __init__(self, filepath: PathLike, monitor: str = "val_loss", verbose: int = 0,
                  save_best_only: bool = False, save_weights_only: bool = False,
-                 mode: str = "auto", save_freq="epoch",
+                 mode: str = "auto", save_freq: str = "epoch",
                  initial_value_threshold: float | None = None) -> None:
         super().__init__(monitor, mode, initial_value_threshold)
         self.filepath = os.fspath(filepath)
@@ -67,14 +68,14 @@ class ModelCheckpoint(MonitorCallback):
         self._batches_seen_since_last_saving = 0
         self._current_epoch = 0
 
-    def on_epoch_begin(self, epoch, logs=None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
         self._current_epoch = epoch
 
-    def on_train_batch_end(self, batch, logs=None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         if batch_save_due(self):
             self._save_model(self._current_epoch, batch, logs)
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if self.monitor_op is None:
             self._set_monitor_op()
         if self.save_freq == "epoch":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +65,7 @@ class MonitorCallback(Callback):
         monitor_op: ``numpy.less`` or ``numpy.greater`` once the direction is known.
     """
 
-    def __init__(self, monitor: str = "val_loss", mode: str = "auto", baseline=None,
+    def __init__(self, monitor: str = "val_loss", mode: str = "auto", baseline: float | None = None,
                  min_delta: float = 0) -> None:
         super().__init__()
         if mode not in ("auto", "min", "max"):
@@ -74,10 +76,10 @@ class MonitorCallback(Callback):
         self.mode = mode
         self.best = baseline
         self.min_delta = abs(min_delta)
-        self.monitor_op = None
+        self.monitor_op: Callable[..., Any] | None = None
 
-    def _set_monitor_op(self) -> None:
-        direction = self.mode
+    def _set_monitor_op(self) -> Callable[..., Any]:
+        direction: str | None = self.mode
         if direction == "auto":
             direction = "min" if self.monitor.removeprefix("val_") == "loss" else (
                 _metric_direction(self.model, self.monitor)
@@ -88,18 +90,18 @@ class MonitorCallback(Callback):
                     f"layerkit cannot tell from the name whether that metric should be "
                     f"maximized or minimized. Pass mode='max' to keep the highest value, or "
                     f"mode='min' to keep the lowest.")
-        self.monitor_op = np.less if direction == "min" else np.greater
-        if self.monitor_op is np.less:
+        op = self.monitor_op = np.less if direction == "min" else np.greater
+        if op is np.less:
             self.min_delta *= -1
+        return op
 
     def _is_improvement(self, monitor_value, reference_value) -> bool:
         if reference_value is None:
             return True
-        if self.monitor_op is None:
-            self._set_monitor_op()
-        return bool(self.monitor_op(monitor_value - self.min_delta, reference_value))
+        op = self.monitor_op if self.monitor_op is not None else self._set_monitor_op()
+        return bool(op(monitor_value - self.min_delta, reference_value))
 
-    def get_monitor_value(self, logs: dict | None):
+    def get_monitor_value(self, logs: dict | None) -> Any:
         """``logs[monitor]``, or None with a warning naming the available keys."""
         logs = logs or {}
         value = logs.get(self.monitor)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import sys
+from typing import TextIO
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
 from layerkit.utils.progbar import Progbar
 
@@ -20,7 +22,7 @@ class ProgbarLogger(Callback):
         interval: minimum seconds between redraws on a terminal.
     """
 
-    def __init__(self, stream=None, interval: float = 0.05) -> None:
+    def __init__(self, stream: TextIO | None = None, interval: float = 0.05) -> None:
         super().__init__()
         self.stream = stream
         self.interval = interval
@@ -42,47 +44,47 @@ class ProgbarLogger(Callback):
         return Progbar(target, verbose=1 if self.params.get("verbose", 1) == 1 else 2,
                        interval=self.interval, stateless_metrics=set(), stream=self._stream())
 
-    def on_epoch_begin(self, epoch, logs=None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
         self._epoch = epoch
         self._bar = self._new_bar(self.params.get("steps"))
         epochs = self.params.get("epochs", 1)
         if self._bar.dynamic and epochs > 1:
             self._stream().write(f"Epoch {epoch + 1}/{epochs}\n")
 
-    def on_train_batch_end(self, batch, logs=None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         if self._bar is not None:
             self._bar.update(batch + 1, logs, finalize=False)
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if self._bar is None:
             return
         prefix = f"Epoch {epoch + 1}/{self.params.get('epochs', 1)} - "
         self._bar.finish(logs, prefix=prefix)
         self._bar = None
 
-    def on_test_begin(self, logs=None) -> None:
+    def on_test_begin(self, logs: Logs = None) -> None:
         # A standalone evaluate() gets its own bar; validation inside fit stays silent.
         if self._bar is None and self.params.get("mode") == "evaluate":
             self._bar = self._new_bar(self.params.get("steps"))
 
-    def on_test_batch_end(self, batch, logs=None) -> None:
+    def on_test_batch_end(self, batch: int, logs: Logs = None) -> None:
         if self._bar is not None and self.params.get("mode") == "evaluate":
             self._bar.update(batch + 1, logs, finalize=False)
 
-    def on_test_end(self, logs=None) -> None:
+    def on_test_end(self, logs: Logs = None) -> None:
         if self._bar is not None and self.params.get("mode") == "evaluate":
             self._bar.finish(logs)
             self._bar = None
 
-    def on_predict_begin(self, logs=None) -> None:
+    def on_predict_begin(self, logs: Logs = None) -> None:
         if self.params.get("mode") == "predict":
             self._bar = self._new_bar(self.params.get("steps"))
 
-    def on_predict_batch_end(self, batch, logs=None) -> None:
+    def on_predict_batch_end(self, batch: int, logs: Logs = None) -> None:
         if self._bar is not None:
             self._bar.update(batch + 1, finalize=False)
 
-    def on_predict_end(self, logs=None) -> None:
+    def on_predict_end(self, logs: Logs = None) -> None:
         if self._bar is not None:
             self._bar.finish()
             self._bar = None

@@ -1,8 +1,11 @@
 """``ReduceLROnPlateau``: lower the learning rate when a metric stops improving."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.learning_rate_scheduler import current_lr
 from layerkit.callbacks.monitor_callback import MonitorCallback
 
@@ -40,7 +43,7 @@ class ReduceLROnPlateau(MonitorCallback):
 
     def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10,
                  verbose: int = 0, mode: str = "auto", min_delta: float = 1e-4,
-                 cooldown: int = 0, min_lr: float = 0.0, **kwargs) -> None:
+                 cooldown: int = 0, min_lr: float = 0.0, **kwargs: Any) -> None:
         super().__init__(monitor, mode, min_delta=min_delta)
         if kwargs:
             raise TypeError(f"ReduceLROnPlateau: unexpected keyword arguments {sorted(kwargs)}")
@@ -60,7 +63,7 @@ class ReduceLROnPlateau(MonitorCallback):
         self.cooldown_counter = 0
         self.wait = 0
 
-    def on_train_begin(self, logs=None) -> None:
+    def on_train_begin(self, logs: Logs = None) -> None:
         self._reset()
 
     def in_cooldown(self) -> bool:
@@ -78,7 +81,7 @@ class ReduceLROnPlateau(MonitorCallback):
             print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
         return True
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         if self.monitor_op is None:
             self._set_monitor_op()
         logs = logs if logs is not None else {}

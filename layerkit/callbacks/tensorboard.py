@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
 from layerkit.io import tfevents
 from layerkit.utils.model_visualization import layer_graph
@@ -75,10 +77,10 @@ class TensorBoard(Callback):
         >>> model.fit(x, y, epochs=3, callbacks=[tb])  # doctest: +SKIP
     """
 
-    def __init__(self, log_dir="logs", histogram_freq: int = 0, write_graph: bool = True,
+    def __init__(self, log_dir: str = "logs", histogram_freq: int = 0, write_graph: bool = True,
                  write_images: bool = False, write_steps_per_second: bool = False,
-                 update_freq="epoch", profile_batch=0, embeddings_freq: int = 0,
-                 embeddings_metadata=None) -> None:
+                 update_freq: str | int = "epoch", profile_batch: int = 0, embeddings_freq: int = 0,
+                 embeddings_metadata: Any = None) -> None:
         super().__init__()
         if update_freq == "batch":
             update_freq = 1
@@ -101,7 +103,7 @@ class TensorBoard(Callback):
         self.histogram_freq = histogram_freq
         self.write_graph = bool(write_graph)
         self.write_steps_per_second = bool(write_steps_per_second)
-        self.update_freq = update_freq
+        self.update_freq: str | int = update_freq
         self.needs_batch_logs = update_freq != "epoch"
         self._writers: dict = {}
         self._global_train_batch = 0
@@ -128,24 +130,24 @@ class TensorBoard(Callback):
         return int(np.asarray(it)) if it is not None else 0
 
     # ---- hooks -------------------------------------------------------------------------
-    def on_train_begin(self, logs=None) -> None:
+    def on_train_begin(self, logs: Logs = None) -> None:
         self._global_train_batch = 0
         if self.write_graph:
             graph = model_graph(self.model)
             if graph is not None:
                 self._writer("train").add_graph(graph)
 
-    def on_train_end(self, logs=None) -> None:
+    def on_train_end(self, logs: Logs = None) -> None:
         self._close_writers()
 
-    def on_train_batch_begin(self, batch, logs=None) -> None:
+    def on_train_batch_begin(self, batch: int, logs: Logs = None) -> None:
         self._global_train_batch += 1
         if self.write_steps_per_second:
             self._batch_start = time.perf_counter()
 
-    def on_train_batch_end(self, batch, logs=None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         step = self._global_train_batch
-        if self.update_freq == "epoch" or step % self.update_freq:
+        if not isinstance(self.update_freq, int) or step % self.update_freq:
             return
         writer = self._writer("train")
         if self.write_steps_per_second:
@@ -154,12 +156,12 @@ class TensorBoard(Callback):
         for name, value in (logs or {}).items():
             writer.add_scalar(f"batch_{name}", value, step)
 
-    def on_epoch_begin(self, epoch, logs=None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
         if self.write_steps_per_second:
             self._epoch_start = time.perf_counter()
             self._epoch_iterations = self._iterations()
 
-    def on_epoch_end(self, epoch, logs=None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         logs = dict(logs or {})
         train = {k: v for k, v in logs.items() if not k.startswith("val_")}
         val = {k[4:]: v for k, v in logs.items() if k.startswith("val_")}
@@ -186,7 +188,7 @@ class TensorBoard(Callback):
         for w in self._writers.values():
             w.flush()
 
-    def on_test_end(self, logs=None) -> None:
+    def on_test_end(self, logs: Logs = None) -> None:
         if getattr(self.model, "optimizer", None) is None or not logs:
             return
         writer = self._writer("validation")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from layerkit._core.types import Logs
 from layerkit.callbacks.callback import Callback
 
 
@@ -19,10 +20,10 @@ class TerminateOnNaN(Callback):
         self._epoch = 0
         self.stopped_step: int | None = None
 
-    def on_epoch_begin(self, epoch, logs=None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
         self._epoch = epoch
 
-    def on_train_batch_end(self, batch, logs=None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         loss = (logs or {}).get("loss")
         if loss is None or math.isfinite(loss):
             return

@@ -19,12 +19,14 @@ import binascii
 import os
 import warnings
 import weakref
+from typing import Any
 
 import numpy as np
 
 from layerkit._core.atomic import remove_stale_temps
 from layerkit._core.context import RECORDERS
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import PathLike
 from layerkit._core.variable import KEEPERS, Variable, replace_value
 from layerkit.checkpoint import index as _index
 from layerkit.checkpoint import trackable
@@ -68,7 +70,7 @@ class _Graph:
         self.objects: dict[tuple, object] = {}       # object segs -> object
         self.stateful: dict[tuple, object] = {}      # object segs -> object with state
         seen = set()
-        stack = [((), root)]
+        stack: list[tuple[tuple[str, ...], Any]] = [((), root)]
         while stack:
             segs, obj = stack.pop()
             if id(obj) in seen:
@@ -79,7 +81,7 @@ class _Graph:
                 self.stateful[segs] = obj
             for name, var in trackable.variables(obj).items():
                 self._add_var(segs, str(name), var)
-            later = []
+            later: list[tuple[tuple[str, ...], Any]] = []
             for name, child in trackable.children(obj).items():
                 if child is None:
                     continue
@@ -226,7 +228,7 @@ class CheckpointLoadStatus:
             (an unbuilt layer, optimizer slots before the first step).
     """
 
-    def __init__(self, path, matched, missing, unexpected) -> None:
+    def __init__(self, path: PathLike | None, matched: Any, missing: Any, unexpected: Any) -> None:
         self.path = path
         self.matched = list(matched)
         self.missing = list(missing)
@@ -387,7 +389,7 @@ class Checkpoint:
         array([1., 2.], dtype=float32)
     """
 
-    def __init__(self, **objects) -> None:
+    def __init__(self, **objects: Any) -> None:
         object.__setattr__(self, "_objects", {})
         object.__setattr__(self, "_save_counter",
                            Variable(np.int64(0), trainable=False, name="save_counter"))
@@ -429,7 +431,7 @@ class Checkpoint:
         return {"save_counter": self._save_counter}
 
     # ---- saving ----
-    def write(self, path, options=None) -> str:
+    def write(self, path: PathLike, options: Any = None) -> str:
         """Write every tracked value to ``path`` atomically (the counter is unchanged).
 
         Returns:
@@ -464,7 +466,7 @@ class Checkpoint:
         write_file(path, tensors, meta)
         return path
 
-    def save(self, file_prefix, options=None) -> str:
+    def save(self, file_prefix: PathLike, options: Any = None) -> str:
         """Increment :attr:`save_counter` and write ``{file_prefix}-{save_counter}``.
 
         Also records the file as the latest checkpoint of its directory, so
@@ -494,7 +496,7 @@ class Checkpoint:
             raise
 
     # ---- restoring ----
-    def restore(self, save_path, options=None) -> CheckpointLoadStatus:
+    def restore(self, save_path: PathLike | None, options: Any = None) -> CheckpointLoadStatus:
         """Restore from a file, the latest checkpoint of a directory, or nothing (None).
 
         Everything is read and verified before anything is assigned. Values for
@@ -523,7 +525,7 @@ class Checkpoint:
             save_path = found
         return self.read(save_path)
 
-    def read(self, save_path, options=None) -> CheckpointLoadStatus:
+    def read(self, save_path: PathLike, options: Any = None) -> CheckpointLoadStatus:
         """Restore from one checkpoint file (see :meth:`restore`)."""
         return restore_file(self, save_path)
 

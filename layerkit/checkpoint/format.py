@@ -28,11 +28,13 @@ import struct
 import sys
 import threading
 import zlib
+from collections.abc import Iterable
 
 import numpy as np
 
 from layerkit import errors
 from layerkit._core.atomic import AtomicFile, atomic_write_bytes, write_all
+from layerkit._core.types import PathLike
 from layerkit.checkpoint.digest import BLOCK, Grid64
 
 __all__ = ["CheckpointError", "CheckpointNotFoundError", "CheckpointReader", "write_file",
@@ -65,7 +67,7 @@ class CheckpointError(ValueError):
         problem: what is wrong, in words.
     """
 
-    def __init__(self, path, problem: str) -> None:
+    def __init__(self, path: PathLike, problem: str) -> None:
         self.path = os.fspath(path) if path is not None else None
         self.problem = problem
         where = f"checkpoint '{self.path}'" if self.path is not None else "checkpoint"
@@ -296,7 +298,7 @@ class CheckpointReader:
         (['save_counter', 'v'], (2,))
     """
 
-    def __init__(self, path) -> None:
+    def __init__(self, path: PathLike) -> None:
         self.path = os.fspath(path)
         if os.path.isdir(self.path):
             raise CheckpointError(self.path, "is a directory, not a checkpoint file (use "
@@ -446,7 +448,7 @@ class CheckpointReader:
         """
         return self.read_many([key])[key]
 
-    def read_many(self, keys) -> dict:
+    def read_many(self, keys: Iterable[str]) -> dict:
         """Read several arrays in file order, verifying each one's checksum.
 
         Arrays are placed in shared "slabs" of at least 16 MiB instead of one

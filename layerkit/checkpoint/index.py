@@ -24,6 +24,7 @@ import time
 import warnings
 
 from layerkit._core.atomic import atomic_write_bytes
+from layerkit._core.types import PathLike
 from layerkit.checkpoint.format import CheckpointError
 
 __all__ = ["latest_checkpoint", "INDEX_NAME", "checkpoint_name_re"]
@@ -192,7 +193,7 @@ def record_save(path) -> None:
     write_index(directory, path, entries + [(path, _clock())], old["last_preserved_time"])
 
 
-def latest_checkpoint(directory) -> str | None:
+def latest_checkpoint(directory: PathLike) -> str | None:
     """The path of the newest checkpoint recorded in ``directory``, or None.
 
     Checkpoints are recorded by ``Checkpoint.save`` and ``CheckpointManager.save``.

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Any
 
 from layerkit._core import distribution
 from layerkit._core.atomic import remove_stale_temps
+from layerkit._core.types import PathLike
 from layerkit.checkpoint import index as _index
 from layerkit.checkpoint.checkpoint import Checkpoint
 
@@ -46,7 +48,7 @@ class CheckpointManager:
         'ckpt-1'
     """
 
-    def __init__(self, checkpoint: Checkpoint, directory, max_to_keep: int | None = 5,
+    def __init__(self, checkpoint: Checkpoint, directory: PathLike, max_to_keep: int | None = 5,
                  keep_checkpoint_every_n_hours: float | None = None,
                  checkpoint_name: str = "ckpt") -> None:
         if not isinstance(checkpoint, Checkpoint):
@@ -102,7 +104,8 @@ class CheckpointManager:
         """The newest managed checkpoint, or None."""
         return self._managed[-1][0] if self._managed else None
 
-    def save(self, checkpoint_number=None, check_interval: bool = True, options=None) -> str:
+    def save(self, checkpoint_number: int | None = None, check_interval: bool = True,
+             options: Any = None) -> str:
         """Save a new checkpoint, update the index, and delete old checkpoints.
 
         Args:

@@ -7,15 +7,17 @@ only reads its ``_node``).
 """
 from __future__ import annotations
 
+import collections.abc
 import glob as _glob
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from layerkit import errors
+from layerkit._core.types import DTypeLike, PathLike, TensorLike
 from layerkit.data import compose as _compose
 from layerkit.data import save as _save
 from layerkit.data import structure as _st
@@ -103,7 +105,7 @@ class Iterator(itertools.chain):
         self._ended = ended
         return self
 
-    def get_next(self):
+    def get_next(self) -> Any:
         """The next element, as ``tf.data``'s iterator.
 
         Raises:
@@ -124,7 +126,7 @@ class Iterator(itertools.chain):
             return Optional.empty(self.element_spec)
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         return self._dataset.element_spec
 
     def get_state(self) -> dict:
@@ -253,7 +255,7 @@ class Dataset:
     def __iter__(self) -> Iterator:
         return Iterator(self)
 
-    def as_numpy_iterator(self):
+    def as_numpy_iterator(self) -> collections.abc.Iterator[Any]:
         """Iterate with NumPy values: arrays, NumPy scalars for 0-d tensors, bytes for strings.
 
         Examples:
@@ -264,7 +266,7 @@ class Dataset:
         return _numpy_iter(Iterator(self))
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         """The nested :class:`TensorSpec` structure of one element.
 
         Known without running anything for sources and shape-preserving transformations;
@@ -303,7 +305,7 @@ class Dataset:
 
     # ---- sources ----------------------------------------------------------------------------
     @staticmethod
-    def from_tensor_slices(tensors) -> Dataset:
+    def from_tensor_slices(tensors: Any) -> Dataset:
         """Elements are the slices of ``tensors`` along the first axis.
 
         Args:
@@ -319,12 +321,12 @@ class Dataset:
         return Dataset(TensorSlicesNode(tensors))
 
     @staticmethod
-    def from_tensors(tensors) -> Dataset:
+    def from_tensors(tensors: Any) -> Dataset:
         """A dataset with the single element ``tensors``."""
         return Dataset(TensorsNode(tensors))
 
     @staticmethod
-    def range(*args, dtype=np.int64) -> Dataset:
+    def range(*args: Any, dtype: DTypeLike = np.int64) -> Dataset:
         """``range(stop)``, ``range(start, stop[, step])`` as scalar Tensors (int64)."""
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range expects 1 to 3 arguments, received {len(args)}")
@@ -338,8 +340,8 @@ class Dataset:
         return Dataset(RangeNode(int(start), int(stop), int(step), dtype))
 
     @staticmethod
-    def from_generator(generator: Callable, output_types=None, output_shapes=None, args=None,
-                       output_signature=None) -> Dataset:
+    def from_generator(generator: Callable, output_types: Any = None, output_shapes: Any = None,
+                       args: Any = None, output_signature: Any = None) -> Dataset:
         """Elements produced by ``generator()`` (called once per pass).
 
         Args:
@@ -362,7 +364,7 @@ class Dataset:
         return Dataset(GeneratorNode(generator, output_signature, args))
 
     @staticmethod
-    def zip(*args, datasets=None) -> Dataset:
+    def zip(*args: Any, datasets: Any = None) -> Dataset:
         """Elements are tuples (or the given nested structure) of the inputs' elements.
 
         ``Dataset.zip(a, b)`` and ``Dataset.zip((a, b))`` give ``(x_a, x_b)``;
@@ -384,7 +386,8 @@ class Dataset:
         return Dataset(ZipNode(structure, nodes))
 
     @staticmethod
-    def list_files(file_pattern, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
+    def list_files(file_pattern: Any, shuffle: bool | None = None,
+                   seed: int | None = None) -> Dataset:
         """File names matching glob pattern(s), as bytes scalars, sorted.
 
         Args:
@@ -410,7 +413,7 @@ class Dataset:
         return ds
 
     @staticmethod
-    def from_parquet(paths, columns: list[str] | None = None,
+    def from_parquet(paths: Any, columns: list[str] | None = None,
                      read_batch_size: int = DEFAULT_READ_BATCH, *,
                      verify_checksums: bool = True) -> Dataset:
         """Rows of Parquet files as dicts ``column -> scalar Tensor``, streamed.
@@ -443,16 +446,16 @@ class Dataset:
         return Dataset(ParquetNode(paths, columns, read_batch_size, verify_checksums))
 
     @staticmethod
-    def from_arrow(table_or_reader, columns: list[str] | None = None,
+    def from_arrow(table_or_reader: Any, columns: list[str] | None = None,
                    read_batch_size: int = DEFAULT_READ_BATCH) -> Dataset:
         """Rows of a ``pyarrow.Table``/``RecordBatch`` (re-iterable) or a
         ``RecordBatchReader`` (one pass only) as dicts ``column -> scalar Tensor``."""
         return Dataset(ArrowNode(table_or_reader, columns, read_batch_size))
 
     @staticmethod
-    def from_csv(paths, column_names: list[str] | None = None, column_types: dict | None = None,
-                 select_columns: list[str] | None = None, header: bool = True,
-                 delimiter: str = ",", column_defaults: dict | None = None,
+    def from_csv(paths: Any, column_names: list[str] | None = None,
+                 column_types: dict | None = None, select_columns: list[str] | None = None,
+                 header: bool = True, delimiter: str = ",", column_defaults: dict | None = None,
                  block_size: int = 1 << 20) -> Dataset:
         """Rows of CSV files as dicts ``column -> scalar Tensor``, streamed with pyarrow.
 
@@ -530,7 +533,7 @@ class Dataset:
         """
         return Dataset(BatchNode(self._node, batch_size, drop_remainder))
 
-    def padded_batch(self, batch_size: int, padded_shapes=None, padding_values=None,
+    def padded_batch(self, batch_size: int, padded_shapes: Any = None, padding_values: Any = None,
                      drop_remainder: bool = False) -> Dataset:
         """Batch elements of different shapes, padding every component.
 
@@ -628,7 +631,7 @@ class Dataset:
         return out
 
     # ---- tf.data's further transformations --------------------------------------------------
-    def reduce(self, initial_state, reduce_func: Callable):
+    def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
         """Fold all elements into one value: ``state = reduce_func(state, element)``.
 
         Args:
@@ -657,7 +660,7 @@ class Dataset:
             state = new
         return state
 
-    def get_single_element(self):
+    def get_single_element(self) -> Any:
         """The only element of this dataset.
 
         Raises:
@@ -699,7 +702,7 @@ class Dataset:
         """
         return Dataset(WindowNode(self._node, size, shift, stride, drop_remainder))
 
-    def scan(self, initial_state, scan_func: Callable) -> Dataset:
+    def scan(self, initial_state: Any, scan_func: Callable) -> Dataset:
         """Thread a state through the elements: ``scan_func(state, element)`` returns
         ``(new_state, output_element)``; the outputs are the elements.
 
@@ -745,9 +748,10 @@ class Dataset:
         return Dataset(GroupByWindowNode(self._node, key_func, reduce_func, window_size,
                                          window_size_func))
 
-    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries,
-                                  bucket_batch_sizes, padded_shapes=None, padding_values=None,
-                                  pad_to_bucket_boundary: bool = False, no_padding: bool = False,
+    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries: Any,
+                                  bucket_batch_sizes: Any, padded_shapes: Any = None,
+                                  padding_values: Any = None, pad_to_bucket_boundary: bool = False,
+                                  no_padding: bool = False,
                                   drop_remainder: bool = False) -> Dataset:
         """Batch elements of similar length together (``group_by_window`` + ``padded_batch``).
 
@@ -760,7 +764,8 @@ class Dataset:
             self, element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
             padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
 
-    def rejection_resample(self, class_func: Callable, target_dist, initial_dist=None,
+    def rejection_resample(self, class_func: Callable, target_dist: TensorLike,
+                           initial_dist: TensorLike | None = None,
                            seed: int | None = None) -> Dataset:
         """Resample so that the classes follow ``target_dist``, as tf.data: elements
         become ``(class, element)``.
@@ -779,8 +784,8 @@ class Dataset:
         return Dataset(AssertCardinalityNode(self._node, expected_cardinality))
 
     @staticmethod
-    def sample_from_datasets(datasets, weights=None, seed: int | None = None,
-                             stop_on_empty_dataset: bool = False,
+    def sample_from_datasets(datasets: Sequence[Dataset], weights: TensorLike | None = None,
+                             seed: int | None = None, stop_on_empty_dataset: bool = False,
                              rerandomize_each_iteration: bool | None = None) -> Dataset:
         """Each element from a randomly chosen input: ``datasets[i]`` with probability
         ``weights[i] / sum(weights)`` (uniform by default).
@@ -817,7 +822,7 @@ class Dataset:
                                               "Dataset.sample_from_datasets"))
 
     @staticmethod
-    def choose_from_datasets(datasets, choice_dataset: Dataset,
+    def choose_from_datasets(datasets: Sequence[Dataset], choice_dataset: Dataset,
                              stop_on_empty_dataset: bool = True) -> Dataset:
         """Element ``k`` comes from ``datasets[c_k]``, ``c_k`` the k-th element of
         ``choice_dataset`` (int64 scalars).
@@ -837,7 +842,7 @@ class Dataset:
                                               "Dataset.choose_from_datasets"))
 
     @staticmethod
-    def counter(start: int = 0, step: int = 1, dtype=np.int64) -> Dataset:
+    def counter(start: int = 0, step: int = 1, dtype: DTypeLike = np.int64) -> Dataset:
         """``start, start + step, start + 2 * step, ...`` without end."""
         for a in (start, step):
             if not _is_integer(a):
@@ -857,8 +862,8 @@ class Dataset:
         """
         return Dataset(RandomNode(seed=seed, rerandomize=rerandomize_each_iteration))
 
-    def save(self, path, compression=None, shard_func: Callable | None = None,
-             checkpoint_args=None) -> None:
+    def save(self, path: PathLike, compression: str | None = None,
+             shard_func: Callable | None = None, checkpoint_args: Any = None) -> None:
         """Write all elements to the directory ``path`` (replaced if it holds an earlier save).
 
         The format (``docs/data_save_format.md``): ``dataset_spec.json`` and one
@@ -877,7 +882,7 @@ class Dataset:
         _save.save(self._node, path, compression, shard_func)
 
     @staticmethod
-    def load(path, element_spec=None, compression=None,
+    def load(path: PathLike, element_spec: Any = None, compression: str | None = None,
              reader_func: Callable | None = None) -> Dataset:
         """A dataset saved by :meth:`save`, with its element_spec.
 
@@ -942,7 +947,7 @@ class TextLineDataset(Dataset):
 
     __slots__ = ()
 
-    def __init__(self, filenames, compression_type: str | None = None,
+    def __init__(self, filenames: Any, compression_type: str | None = None,
                  buffer_size: int | None = None, num_parallel_reads: int | None = None) -> None:
         if isinstance(filenames, Dataset) or num_parallel_reads:
             if isinstance(filenames, Dataset):

@@ -5,6 +5,10 @@ The transformation functions return a function ``Dataset -> Dataset`` for
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from layerkit._core.types import TensorLike
 from layerkit.data.dataset import Dataset
 from layerkit.data.node import AUTOTUNE, INFINITE, UNKNOWN
 from layerkit.data.optional import Optional
@@ -29,52 +33,56 @@ def cardinality(dataset: Dataset) -> int:
     return dataset.cardinality()
 
 
-def get_single_element(dataset: Dataset):
+def get_single_element(dataset: Dataset) -> Any:
     """``dataset.get_single_element()``."""
     return dataset.get_single_element()
 
 
-def assert_cardinality(expected_cardinality: int):
+def assert_cardinality(expected_cardinality: int) -> Callable[[Any], Any]:
     """For ``apply``: ``dataset.assert_cardinality(expected_cardinality)``."""
     return lambda ds: ds.assert_cardinality(expected_cardinality)
 
 
-def ignore_errors(log_warning: bool = False):
+def ignore_errors(log_warning: bool = False) -> Callable[[Any], Any]:
     """For ``apply``: ``dataset.ignore_errors(log_warning)``."""
     return lambda ds: ds.ignore_errors(log_warning)
 
 
-def unique():
+def unique() -> Any:
     """For ``apply``: ``dataset.unique()``."""
     return lambda ds: ds.unique()
 
 
-def scan(initial_state, scan_func):
+def scan(initial_state: Any, scan_func: Callable) -> Any:
     """For ``apply``: ``dataset.scan(initial_state, scan_func)``."""
     return lambda ds: ds.scan(initial_state, scan_func)
 
 
-def take_while(predicate):
+def take_while(predicate: Callable) -> Callable[[Any], Any]:
     """For ``apply``: ``dataset.take_while(predicate)``."""
     return lambda ds: ds.take_while(predicate)
 
 
-def group_by_window(key_func, reduce_func, window_size=None, window_size_func=None):
+def group_by_window(key_func: Callable, reduce_func: Callable, window_size: int | None = None,
+                    window_size_func: Callable | None = None) -> Callable[[Any], Any]:
     """For ``apply``: ``dataset.group_by_window(...)``."""
     return lambda ds: ds.group_by_window(key_func, reduce_func, window_size, window_size_func)
 
 
-def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_batch_sizes,
-                              padded_shapes=None, padding_values=None,
-                              pad_to_bucket_boundary=False, no_padding=False,
-                              drop_remainder=False):
+def bucket_by_sequence_length(element_length_func: Callable, bucket_boundaries: Sequence[int],
+                              bucket_batch_sizes: Sequence[int], padded_shapes: Any = None,
+                              padding_values: Any = None, pad_to_bucket_boundary: bool = False,
+                              no_padding: bool = False,
+                              drop_remainder: bool = False) -> Callable[[Any], Any]:
     """For ``apply``: ``dataset.bucket_by_sequence_length(...)``."""
     return lambda ds: ds.bucket_by_sequence_length(
         element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
         padding_values, pad_to_bucket_boundary, no_padding, drop_remainder)
 
 
-def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
+def rejection_resample(class_func: Callable, target_dist: TensorLike,
+                       initial_dist: TensorLike | None = None,
+                       seed: int | None = None) -> Callable[[Any], Any]:
     """For ``apply``: ``dataset.rejection_resample(...)``."""
     return lambda ds: ds.rejection_resample(class_func, target_dist, initial_dist, seed)
 
@@ -93,7 +101,7 @@ def _csv_types(ds: Dataset, rows: int) -> dict:
     import numpy as np
 
     sample = list(ds.take(rows).as_numpy_iterator())
-    types = {}
+    types: dict[str, type] = {}
     for name, spec in ds.element_spec.items():
         kind = np.dtype(spec.dtype).kind
         if kind == "f":
@@ -237,6 +245,6 @@ def make_csv_dataset(file_pattern, batch_size: int, column_names=None, column_de
     return ds.prefetch(prefetch_buffer_size or _AUTOTUNE)
 
 
-def get_next_as_optional(iterator) -> Optional:
+def get_next_as_optional(iterator: Any) -> Optional:
     """``iterator.get_next_as_optional()`` (TF 2's ``tf.data.experimental`` spelling)."""
     return iterator.get_next_as_optional()

@@ -98,12 +98,13 @@ class GroupByWindowIterator(NodeIterator):
         self._groups: dict = {}  # key -> [window size, elements]
         self._count = 0
         self._eoi = False
-        self._cur = None  # the iterator of the reduced dataset being produced
-        self._cur_window = None  # (key, elements) it was made from
+        self._cur: NodeIterator | None = None  # the reduced dataset's iterator being produced
+        self._cur_window: tuple[int, list] | None = None  # (key, elements) it was made from
 
-    def _start(self, key: int, elements: list) -> None:
-        self._cur = self._node.reduce(key, elements).make_iterator(self._ctx)
+    def _start(self, key: int, elements: list) -> NodeIterator:
+        it = self._cur = self._node.reduce(key, elements).make_iterator(self._ctx)
         self._cur_window = (key, elements)
+        return it
 
     def __next__(self):
         while True:
@@ -140,7 +141,7 @@ class GroupByWindowIterator(NodeIterator):
                   for k, (n, els) in self._groups.items()]
         state = {"node": self.kind, "count": self._count, "eoi": self._eoi, "groups": groups,
                  "input": self._up.get_state()}
-        if self._cur is not None:
+        if self._cur is not None and self._cur_window is not None:
             key, els = self._cur_window
             state["current"] = {"key": key, "elements": _st.encode_elements(els),
                                 "state": self._cur.get_state()}
@@ -158,8 +159,8 @@ class GroupByWindowIterator(NodeIterator):
         self._up.set_state(state["input"])
         cur = state.get("current")
         if cur is not None:
-            self._start(int(cur["key"]), _st.decode_elements(cur["elements"]))
-            self._cur.set_state(cur["state"])
+            it = self._start(int(cur["key"]), _st.decode_elements(cur["elements"]))
+            it.set_state(cur["state"])
 
     def close(self) -> None:
         if self._cur is not None:

@@ -11,6 +11,7 @@ element's seed source and position in locals, where ``element_rng`` finds them (
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from layerkit._core.tensor import Tensor
 from layerkit.data import parallel as _par
@@ -149,7 +150,7 @@ class MapIterator(FusedBatchMap, NodeIterator):
         # The input's bound methods (no cycle through self); a _Carry's after an error.
         self._upnext = up.__next__
         self._uplist = up.next_list
-        self._carry = None
+        self._carry: _Carry | None = None
         self._fn = node.fn
         self._count = 0
         self._src = src
@@ -191,7 +192,7 @@ class MapIterator(FusedBatchMap, NodeIterator):
             return elems
         fn = self._fn
         src = self._src  # noqa: F841 (element_rng reads it from this frame)
-        out = []
+        out: list[Any] = []
         append = out.append
         try:
             for index, elem in enumerate(elems, self._count):  # noqa: B007 (element_rng reads it)
@@ -217,11 +218,12 @@ class MapIterator(FusedBatchMap, NodeIterator):
     def _carry_over(self, rest: list) -> None:
         if not rest:
             return
-        if self._carry is None:
-            self._carry = _Carry(self._up)
-            self._upnext = self._carry.__next__
-            self._uplist = self._carry.next_list
-        self._carry.items.extendleft(reversed(rest))
+        carry = self._carry
+        if carry is None:
+            carry = self._carry = _Carry(self._up)
+            self._upnext = carry.__next__
+            self._uplist = carry.next_list
+        carry.items.extendleft(reversed(rest))
 
     def _drop_carry(self) -> None:
         self._carry = None

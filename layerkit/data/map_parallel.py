@@ -23,6 +23,7 @@ import time
 import traceback
 import weakref
 from collections import deque
+from typing import Any
 
 from layerkit.data import parallel as _par
 from layerkit.data import rng as _rng
@@ -55,7 +56,7 @@ def _run_chunk_process(fn, chunk, src, start: int) -> tuple:
     pickles per chunk instead of one per element and leaf."""
     out, dt = _run_chunk(fn, _st.decode_chunk(chunk), src, start)
     if all(ok for ok, _ in out):
-        payload = ("ok", _st.encode_chunk([v for _, v in out]))
+        payload: tuple[str, Any] = ("ok", _st.encode_chunk([v for _, v in out]))
     else:
         for ok, v in out:
             if not ok:  # the frames stay here: the consumer gets them as text
@@ -106,7 +107,8 @@ class ParallelMapIterator(NodeIterator):
         k = self.workers = node.workers if workers is None else workers
         self._procs = node.use_processes if processes is None else processes
         if self._procs:
-            self._pool = _par.ProcessPool(k, "map", functools.partial(_run_chunk_process, node.fn))
+            self._pool: _par.ProcessPool | _par.ThreadPool = _par.ProcessPool(
+                k, "map", functools.partial(_run_chunk_process, node.fn))
             self._target, queued = 5e-3, 2
         else:
             self._pool = _par.ThreadPool(k, "map")
@@ -123,7 +125,7 @@ class ParallelMapIterator(NodeIterator):
         self._pending: deque = deque()  # outcomes of the chunk being delivered
         self._exhausted = False
         self._chunk = 1
-        self._cost = None  # seconds per element, running estimate
+        self._cost: float | None = None  # seconds per element, running estimate
         if cost is not None:
             self._tune(1, cost)
         self.draining = False
@@ -233,8 +235,8 @@ class ParallelMapIterator(NodeIterator):
         if n == 0 or dt <= 0:
             return
         per = dt / n
-        self._cost = per if self._cost is None else 0.7 * self._cost + 0.3 * per
-        self._chunk = int(min(self._max_chunk, max(1, self._target / max(self._cost, 1e-9))))
+        cost = self._cost = per if self._cost is None else 0.7 * self._cost + 0.3 * per
+        self._chunk = int(min(self._max_chunk, max(1, self._target / max(cost, 1e-9))))
 
     def buffered(self) -> list:
         """The outcomes submitted and not yet delivered, encoded for a state (waits for

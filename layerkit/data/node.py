@@ -32,6 +32,8 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -196,6 +198,9 @@ class NodeIterator:
 
     __slots__ = ()
     kind = "node"
+    # Iterators that serve chunks (supports_chunks() is True) define these two.
+    next_chunk: Callable[[int], Any]
+    codec: Any
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

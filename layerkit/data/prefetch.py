@@ -97,7 +97,7 @@ class PrefetchIterator(NodeIterator):
         self._s = Sampler()  # the input's time per element and the consumer's between calls
         self._inline = True
         self._draining = False  # going inline: deliver what is in flight, submit no more
-        self._returned = None  # threaded mode: when the last element was handed out
+        self._returned: float | None = None  # threaded mode: when the last element left
         self._done = [True]  # the last fast_iter() chain has seen the end
         self._ram = ram_budget  # AUTOTUNE: bytes the buffer may grow to (None: fixed size)
         self._handed = 0  # elements handed out in threaded mode
@@ -222,9 +222,9 @@ class PrefetchIterator(NodeIterator):
 
     def _fit_budget(self, value) -> None:
         size = sum(getattr(getattr(t, "_v", t), "nbytes", 0) for t in _st.flatten(value))
-        w = self._window
-        if size * w.capacity > self._ram:
-            w.capacity = max(2, min(w.capacity, self._ram // max(size, 1)))
+        w, ram = self._window, self._ram
+        if ram is not None and size * w.capacity > ram:
+            w.capacity = max(2, min(w.capacity, ram // max(size, 1)))
         self._grown_at = self._handed
 
     def tuning_report(self) -> dict:

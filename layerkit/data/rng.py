@@ -20,8 +20,9 @@ import numpy as np
 
 
 class _Context(threading.local):
-    gen = None  # class-level defaults are what every new thread sees
-    gen_key = None
+    # class-level defaults are what every new thread sees
+    gen: np.random.Generator | None = None
+    gen_key: tuple | None = None
 
 
 _CTX = _Context()
@@ -97,11 +98,12 @@ def element_rng() -> np.random.Generator:
                            "passed to Dataset.map")
     src, index = key
     ctx = _CTX
-    cached = ctx.gen_key
-    if cached is None or cached[0] is not src or cached[1] != index:
-        ctx.gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(src.entropy(index))))
+    cached, gen = ctx.gen_key, ctx.gen
+    if gen is None or cached is None or cached[0] is not src or cached[1] != index:
+        gen = ctx.gen = np.random.Generator(
+            np.random.PCG64(np.random.SeedSequence(src.entropy(index))))
         ctx.gen_key = (src, index)
-    return ctx.gen
+    return gen
 
 
 def element_seed() -> int:

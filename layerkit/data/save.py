@@ -142,13 +142,15 @@ def read_meta(path, element_spec=None, compression=None) -> tuple:
     spec = saved_spec if element_spec is None else element_spec
     nodes = []
     for name, n, size in shards:
-        f = os.path.join(path, name)
-        if os.path.basename(name) != name or not os.path.isfile(f):
-            raise ValueError(f"Dataset.load: shard file {f} named in {meta_path} is missing")
-        if os.path.getsize(f) != size:
-            raise ValueError(f"Dataset.load: shard file {f} has {os.path.getsize(f)} bytes, "
-                             f"{meta_path} says {size} (truncated or replaced)")
-        nodes.append(ShardFileNode(f, spec, n, size))
+        shard = os.path.join(path, name)
+        if os.path.basename(name) != name or not os.path.isfile(shard):
+            raise ValueError(f"Dataset.load: shard file {shard} named in {meta_path} is "
+                             f"missing")
+        if os.path.getsize(shard) != size:
+            raise ValueError(f"Dataset.load: shard file {shard} has "
+                             f"{os.path.getsize(shard)} bytes, {meta_path} says {size} "
+                             f"(truncated or replaced)")
+        nodes.append(ShardFileNode(shard, spec, n, size))
     if sum(n for _, n, _ in shards) != cardinality:
         raise ValueError(f"Dataset.load: {meta_path} is inconsistent: its shards hold "
                          f"{sum(n for _, n, _ in shards)} elements, its cardinality says "

@@ -1,6 +1,9 @@
 """In-memory sources: from_tensor_slices, from_tensors, range, from_generator, zip."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.op import wrap
@@ -128,7 +131,7 @@ class SlicesIterator(ScalarStateIterator):
         self._i = j
         if self._pair:
             a, b = self._rows
-            out = []
+            out: list[Any] = []
             append = out.append
             for x, y in zip(a[i:j], b[i:j]):  # wrap() inlined: this loop is the hot path
                 u = _new(Tensor)
@@ -323,13 +326,14 @@ class GeneratorIterator(NodeIterator):
         self._count = 0
         self._done = False
 
-    def _start(self):
+    def _start(self) -> Iterator[Any]:
         node = self._node
         try:
-            self._gen = iter(node.generator(*node.args))
+            gen = self._gen = iter(node.generator(*node.args))
         except Exception as e:
             raise annotate(e, f"raised by the generator function {fn_name(node.generator)} "
                               f"passed to Dataset.from_generator when starting a pass") from None
+        return gen
 
     def __next__(self):
         if self._done:
@@ -381,10 +385,10 @@ class GeneratorIterator(NodeIterator):
         if self._done:
             self._count = count
             return
-        self._start()
+        gen = self._start()
         for _ in range(count):  # replay: generators cannot seek
             try:
-                next(self._gen)
+                next(gen)
             except StopIteration:
                 raise ValueError(
                     f"Dataset.from_generator: cannot restore the iterator: the generator "
@@ -470,7 +474,7 @@ class ZipIterator(NodeIterator):
         self._its = its
         self._codec = node.codec
         self._done = False
-        self.codec = None  # built from the inputs' codecs on the first chunk
+        self.codec: _st.Codec | None = None  # built from the inputs' codecs on the 1st chunk
         self._chunked = all(it.supports_chunks() for it in its)
 
     def __next__(self):
@@ -490,7 +494,7 @@ class ZipIterator(NodeIterator):
         # Pull a chunk from the first input, then exactly as many rows from the others.
         if self._done:
             return None
-        parts = []
+        parts: list[Any] = []
         want = n
         for it in self._its:
             got = pull_rows(it, want)

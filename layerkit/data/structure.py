@@ -8,6 +8,7 @@ without walking types again (the per-element hot path).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class DatasetSpec:
 
     __slots__ = ("element_spec",)
 
-    def __init__(self, element_spec) -> None:
+    def __init__(self, element_spec: Any) -> None:
         self.element_spec = element_spec
 
     def __eq__(self, other) -> bool:
@@ -108,6 +109,9 @@ def _is_tuple(x) -> bool:
 class Codec:
     """Flattens elements of one structure to a list of leaves and rebuilds them."""
 
+    keys: tuple | None
+    ttype: type | None
+
     __slots__ = ("kind", "keys", "ttype", "template", "n")
 
     def __init__(self, template) -> None:
@@ -129,7 +133,7 @@ class Codec:
         if kind == "tuple":
             return list(element)
         if kind == "dict":
-            return [element[k] for k in self.keys]
+            return [element[k] for k in self.keys or ()]
         return flatten_up_to(self.template, element)
 
     def pack(self, leaves):

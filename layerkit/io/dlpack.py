@@ -14,15 +14,18 @@ Copy semantics (both directions share memory unless a copy is asked for or neede
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 
 __all__ = ["from_dlpack"]
 
 
-def from_dlpack(x, *, device=None, copy: bool | None = None) -> Tensor:
+def from_dlpack(x: TensorLike, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """A Tensor sharing the memory of a DLPack-capable object (no copy by default).
 
     Args:
@@ -51,7 +54,8 @@ def from_dlpack(x, *, device=None, copy: bool | None = None) -> Tensor:
         raise TypeError(f"from_dlpack: expected an object implementing __dlpack__ (a NumPy "
                         f"array, a torch/jax tensor, an lk.Tensor); received "
                         f"{type(x).__name__}")
-    kwargs = {k: v for k, v in (("device", device), ("copy", copy)) if v is not None}
+    kwargs: dict[str, Any] = {k: v for k, v in (("device", device), ("copy", copy))
+                              if v is not None}
     try:
         value = np.from_dlpack(x, **kwargs)
     except (TypeError, RuntimeError) as e:

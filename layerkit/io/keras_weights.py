@@ -34,9 +34,11 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import PathLike
 from layerkit._core.variable import Variable
 from layerkit.checkpoint.checkpoint import _assign_fresh
 from layerkit.io._optional import require
@@ -133,7 +135,8 @@ def _optimizer_variables(model, optimizer) -> list:
     learning rate), then each variable's slots in :func:`_keras_trainable` order."""
     own = list(optimizer.variables)
     head = own[:len(own) - len(optimizer._slot_vars)]
-    slots, placed = [], set()
+    slots: list[Any] = []
+    placed: set[int] = set()
     for v in _keras_trainable(model):
         try:
             found = [optimizer.get_slot(v, n) for n in optimizer._slot_names]
@@ -145,7 +148,7 @@ def _optimizer_variables(model, optimizer) -> list:
 
 
 def _mha_groups(layer: MultiHeadAttention) -> dict:
-    groups = {"": []}
+    groups: dict[str, list[Any]] = {"": []}
     for part in ("query", "key", "value", "output"):
         pair = (getattr(layer, f"{part}_kernel", None), getattr(layer, f"{part}_bias", None))
         groups[f"{part}_dense"] = [v for v in pair if v is not None]
@@ -160,7 +163,7 @@ def _join(path: str, name: str) -> str:
     return f"{path}/{name}" if path and name else (path or name)
 
 
-def keras_weight_groups(model) -> dict:
+def keras_weight_groups(model: Any) -> dict:
     """Where Keras 3 keeps each layer's weights, for a layerkit model or layer.
 
     Args:
@@ -229,7 +232,7 @@ def h5_datasets(group) -> dict:
     shapes are read until a value is asked for)."""
     import h5py
 
-    found = {}
+    found: dict[str, Any] = {}
     group.visititems(lambda name, obj: found.__setitem__(name, obj)
                      if isinstance(obj, h5py.Dataset) else None)
     return found
@@ -245,7 +248,8 @@ def _by_group(flat: dict) -> dict:
     return {g: [items[i] for i in sorted(items)] for g, items in groups.items()}
 
 
-def load_h5_group(model, group, source: str = "<h5>", skip_mismatch: bool = False) -> list:
+def load_h5_group(model: Any, group: Any, source: str = "<h5>",
+                  skip_mismatch: bool = False) -> list:
     """Assign the weights of an open Keras 3 h5py weights tree to a built model
     (:func:`assign_keras_weights` on the tree's datasets)."""
     return assign_keras_weights(model, h5_datasets(group), source, skip_mismatch)
@@ -284,7 +288,10 @@ def assign_keras_weights(model, flat: dict, source: str = "<weights>",
                          f"on a batch, or model.build(input_shape))")
     stored_groups = _by_group(flat)
     groups = keras_weight_groups(model)
-    plan, problems, loaded, covered = [], [], [], set()
+    plan: list[Any] = []
+    problems: list[str] = []
+    loaded: list[Any] = []
+    covered: set[str] = set()
     for path, (layer, variables) in groups.items():
         vpath = _join(path, "vars")
         stored = stored_groups.get(vpath, [])
@@ -355,7 +362,7 @@ def _check_keras3(f, source: str) -> None:
                          f"{sorted(f.keys())})")
 
 
-def load_keras_weights(model, filepath, skip_mismatch: bool = False) -> list:
+def load_keras_weights(model: Any, filepath: PathLike, skip_mismatch: bool = False) -> list:
     """Load a Keras 3 ``.weights.h5`` file or the weights of a ``.keras`` archive.
 
     Args:
@@ -437,7 +444,7 @@ def keras_weights_h5_bytes(model) -> bytes:
     return buffer.getvalue()
 
 
-def save_keras_weights(model, filepath) -> str:
+def save_keras_weights(model: Any, filepath: PathLike) -> str:
     """Write a model's weights as a Keras 3 ``.weights.h5`` file, atomically.
 
     The layout is the one :func:`load_keras_weights` reads (each layer's weights at its

@@ -21,6 +21,7 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import PathLike
 from layerkit.checkpoint.checkpoint import _META_KIND, Checkpoint, _Graph, _key, _restore
 from layerkit.checkpoint.format import atomic_write_bytes
 from layerkit.io._optional import require
@@ -50,7 +51,7 @@ def _as_array(value, key: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> str:
+def save_safetensors(tensors: dict, path: PathLike, metadata: dict | None = None) -> str:
     """Write a dict of tensors to a ``.safetensors`` file, atomically.
 
     Args:
@@ -105,7 +106,9 @@ def _open(path):
                          f"({e})") from None
 
 
-def load_safetensors(path, with_metadata: bool = False):
+def load_safetensors(
+    path: PathLike, with_metadata: bool = False,
+) -> dict[str, Tensor] | tuple[dict[str, Tensor], dict[str, str]]:
     """Read every tensor of a ``.safetensors`` file.
 
     Args:

@@ -19,6 +19,7 @@ import itertools
 import os
 import struct
 import time
+from typing import BinaryIO
 
 import numpy as np
 
@@ -199,7 +200,7 @@ class EventFileWriter:
         name = (f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
                 f"{os.getpid()}.{next(_UIDS)}{filename_suffix}")
         self.path = os.path.join(self.logdir, name)
-        self._f = open(self.path, "wb")
+        self._f: BinaryIO | None = open(self.path, "wb")
         self._event(_bytes(3, "brain.Event:2"), step=0)
         self.flush()
 

@@ -17,6 +17,8 @@ kernel as ``activation="relu"``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.layers.activations import (
     _names,
     get,
@@ -27,7 +29,7 @@ from layerkit.layers.activations import (
 )
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """The activation function of a name or a serialized config (``get`` with a scope of
     ``custom_objects``)."""
     from layerkit.saving.object_registration import CustomObjectScope

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 
+from layerkit._core.types import TensorLike
 from layerkit.keras import backend_legacy as _legacy
 from layerkit.keras.backend_legacy import *  # noqa: F403  (tf.keras 2's K.mean, K.sum, ...)
 from layerkit.layers import backend_config as _config
@@ -68,7 +69,7 @@ def clear_session(free_memory: bool = True) -> None:
         gc.collect()
 
 
-def is_keras_tensor(x) -> bool:
+def is_keras_tensor(x: TensorLike) -> bool:
     """True for the symbolic tensors of the functional API (``lk.Input`` and layer
     outputs on them)."""
     from layerkit.models.functional import SymbolicTensor

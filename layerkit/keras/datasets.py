@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 import types
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def _npz(path: str, what: str) -> dict:
                          f"publishes ({e})") from None
 
 
-def _mnist_load_data(path: str = "mnist.npz"):
+def _mnist_load_data(path: str = "mnist.npz") -> tuple:
     """``(x_train, y_train), (x_test, y_test)``: 60,000 + 10,000 28x28 uint8 digits."""
     f = _npz(get_file(fname=path, origin=_BASE + "mnist.npz", file_hash=_HASHES["mnist.npz"]),
              "mnist.load_data")
@@ -51,7 +52,7 @@ def _idx(path: str, offset: int) -> np.ndarray:
         return np.frombuffer(f.read(), np.uint8, offset=offset)
 
 
-def _fashion_load_data():
+def _fashion_load_data() -> tuple:
     """``(x_train, y_train), (x_test, y_test)``: Fashion-MNIST, 28x28 uint8 images."""
     names = ["train-labels-idx1-ubyte.gz", "train-images-idx3-ubyte.gz",
              "t10k-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz"]
@@ -72,7 +73,7 @@ def _split(x, y, test_split: float, seed: int):
 
 
 def _boston_load_data(path: str = "boston_housing.npz", test_split: float = 0.2,
-                      seed: int = 113):
+                      seed: int = 113) -> tuple:
     """``(x_train, y_train), (x_test, y_test)``: 506 houses, 13 features each."""
     if not 0 <= test_split < 1:
         raise ValueError(f"boston_housing.load_data: test_split must be in [0, 1); received "
@@ -83,7 +84,7 @@ def _boston_load_data(path: str = "boston_housing.npz", test_split: float = 0.2,
 
 
 def _california_load_data(version: str = "large", path: str = "california_housing.npz",
-                          test_split: float = 0.2, seed: int = 113):
+                          test_split: float = 0.2, seed: int = 113) -> tuple:
     """``(x_train, y_train), (x_test, y_test)``: California housing (8 features);
     ``version='small'`` keeps the first 600 rows, as Keras does."""
     if version not in ("small", "large"):
@@ -98,7 +99,7 @@ def _california_load_data(version: str = "large", path: str = "california_housin
 
 
 def _pickled(name: str):
-    def load_data(*args, **kwargs):
+    def load_data(*args: Any, **kwargs: Any) -> tuple:
         raise NotImplementedError(
             f"lk.keras.datasets.{name}.load_data: Keras distributes {name} as Python "
             f"pickles, and layerkit never unpickles (it can run code); convert the data to "

@@ -7,6 +7,8 @@ NumPy on a CPU gains nothing from half-precision compute.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.keras import backend
 
 __all__ = ["DTypePolicy", "Policy", "global_policy", "set_global_policy"]
@@ -30,7 +32,7 @@ class DTypePolicy:
 Policy = DTypePolicy
 
 
-def set_global_policy(policy) -> None:
+def set_global_policy(policy: Any) -> None:
     """Set the default dtype of new layers from a policy or its name."""
     name = policy.name if isinstance(policy, DTypePolicy) else str(policy)
     backend.set_floatx(DTypePolicy(name).name)

@@ -8,6 +8,9 @@ layerkit ops (so higher-order gradients work too).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import overload
+
 import numpy as np
 
 import layerkit as lk
@@ -111,7 +114,11 @@ def axis_one(axis, ndim: int, who: str) -> int:
     return a % max(ndim, 1)
 
 
-def axes_arg(axis, ndim: int, who: str) -> tuple | None:
+@overload
+def axes_arg(axis: None, ndim: int, who: str) -> None: ...
+@overload
+def axes_arg(axis: int | Sequence[int], ndim: int, who: str) -> tuple[int, ...]: ...
+def axes_arg(axis, ndim: int, who: str) -> tuple[int, ...] | None:
     """``None`` or a tuple of non-negative axes (an int or a sequence of ints)."""
     if axis is None:
         return None

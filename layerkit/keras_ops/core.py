@@ -7,7 +7,8 @@ traced tensor.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +16,7 @@ import layerkit as lk
 from layerkit._core.nest import flatten
 from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit.autodiff.function.trace import TracingError
 from layerkit.keras_ops._prims import dtype_arg, run, scatter_add, t
 
@@ -25,7 +27,8 @@ __all__ = ["convert_to_tensor", "convert_to_numpy", "is_tensor", "shape", "dtype
            "unstack"]
 
 
-def convert_to_tensor(x, dtype=None, sparse=None, ragged=None) -> Tensor:
+def convert_to_tensor(x: TensorLike, dtype: DTypeLike = None, sparse: Any = None,
+                      ragged: Any = None) -> Tensor:
     """``x`` as a Tensor (Keras: Python ints become int32, floats float32).
 
     Args:
@@ -47,17 +50,17 @@ def convert_to_tensor(x, dtype=None, sparse=None, ragged=None) -> Tensor:
     return t(x, dtype_arg(dtype, "convert_to_tensor"))
 
 
-def convert_to_numpy(x) -> np.ndarray:
+def convert_to_numpy(x: TensorLike) -> np.ndarray:
     """``x`` as a NumPy array (a copy for Tensors)."""
     return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
-def is_tensor(x) -> bool:
+def is_tensor(x: TensorLike) -> bool:
     """Whether ``x`` is a layerkit Tensor (Variables included)."""
     return isinstance(x, Tensor)
 
 
-def shape(x) -> tuple:
+def shape(x: TensorLike) -> tuple:
     """The static shape of ``x`` as a tuple of Python ints.
 
     Inside ``lk.function`` shapes are static too (each new shape traces once), so the
@@ -66,17 +69,17 @@ def shape(x) -> tuple:
     return tuple(int(d) for d in (x.shape if isinstance(x, Tensor) else np.shape(x)))
 
 
-def dtype(x) -> str:
+def dtype(x: TensorLike) -> str:
     """The dtype name of ``x`` ("float32", "int32", ...), as Keras returns it."""
     return t(x).dtype.name
 
 
-def cast(x, dtype) -> Tensor:
+def cast(x: TensorLike, dtype: DTypeLike) -> Tensor:
     """``x`` converted to ``dtype`` (float to int truncates towards zero)."""
     return lk.cast(t(x), dtype_arg(dtype, "cast"))
 
 
-def saturate_cast(x, dtype) -> Tensor:
+def saturate_cast(x: TensorLike, dtype: DTypeLike) -> Tensor:
     """Cast with values clipped to the target dtype's range first (no wrap-around)."""
     target = dtype_arg(dtype, "saturate_cast")
     x = t(x)
@@ -101,7 +104,7 @@ def saturate_cast(x, dtype) -> Tensor:
     return lk.cast(x, target)
 
 
-def stop_gradient(variable) -> Tensor:
+def stop_gradient(variable: TensorLike) -> Tensor:
     """``variable`` with no gradient flowing back through it."""
     return lk.stop_gradient(t(variable))
 
@@ -129,7 +132,7 @@ def _traced_bool(pred):
         return False, lk.cast(t(pred), "bool")
 
 
-def cond(pred, true_fn: Callable, false_fn: Callable):
+def cond(pred: Any, true_fn: Callable, false_fn: Callable) -> Any:
     """``true_fn()`` if ``pred`` else ``false_fn()``.
 
     Eagerly only the chosen branch runs. Inside ``lk.function`` a traced ``pred`` runs
@@ -141,7 +144,7 @@ def cond(pred, true_fn: Callable, false_fn: Callable):
     return _select(p, true_fn(), false_fn())
 
 
-def switch(index, branches, *operands):
+def switch(index: Any, branches: Any, *operands: Any) -> Any:
     """``branches[index](*operands)``, with ``index`` clipped to the valid range."""
     if not branches:
         raise ValueError("keras_ops.switch: branches must not be empty")
@@ -157,7 +160,7 @@ def switch(index, branches, *operands):
     return branches[min(max(i, 0), len(branches) - 1)](*operands)
 
 
-def fori_loop(lower: int, upper: int, body_fun: Callable, init_val):
+def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any) -> Any:
     """``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``; returns ``val``."""
     val = init_val
     for i in range(int(lower), int(upper)):
@@ -165,7 +168,8 @@ def fori_loop(lower: int, upper: int, body_fun: Callable, init_val):
     return val
 
 
-def while_loop(cond: Callable, body: Callable, loop_vars, maximum_iterations=None):
+def while_loop(cond: Callable, body: Callable, loop_vars: Any,
+               maximum_iterations: Any = None) -> Any:
     """Run ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``.
 
     A tuple or list of loop variables is passed positionally; a single value is passed
@@ -207,8 +211,8 @@ def _stack_structs(items: list):
     return pack_like(first, stacked)
 
 
-def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
-         unroll: int = 1):
+def scan(f: Callable, init: Any, xs: TensorLike | None = None, length: int | None = None,
+         reverse: bool = False, unroll: int = 1) -> Any:
     """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``.
 
     Returns ``(final_carry, stacked_ys)`` (``ys`` stacked on a new axis 0, in input
@@ -236,13 +240,13 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return carry, _stack_structs(ys)
 
 
-def associative_scan(f: Callable, elems, reverse: bool = False, axis: int = 0):
+def associative_scan(f: Callable, elems: TensorLike, reverse: bool = False, axis: int = 0) -> Any:
     """Inclusive scan with the associative ``f`` along ``axis`` (a sequential loop)."""
     flat = [t(v) for v in flatten(elems)]
     n = shape(flat[0])[axis]
     parts = [lk.unstack(v, axis=axis) for v in flat]
     order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
-    out = [None] * n
+    out: list[Any] = [None] * n
     acc = None
     for i in order:
         cur = pack_like(elems, [p[i] for p in parts])
@@ -252,14 +256,14 @@ def associative_scan(f: Callable, elems, reverse: bool = False, axis: int = 0):
     return pack_like(elems, stacked)
 
 
-def map(f: Callable, xs):  # noqa: A001 - Keras's name
+def map(f: Callable, xs: TensorLike) -> Any:  # noqa: A001 - Keras's name
     """``f`` applied to each slice of ``xs`` along axis 0, results stacked."""
     n = _leading(xs, "map")
     flat = [t(v) for v in flatten(xs)]
     return _stack_structs([f(pack_like(xs, [v[i] for v in flat])) for i in range(n)])
 
 
-def vectorized_map(function: Callable, elements):
+def vectorized_map(function: Callable, elements: Any) -> Any:
     """``function`` on each slice of ``elements`` along axis 0, stacked (a loop)."""
     return map(function, elements)
 
@@ -271,7 +275,7 @@ def _index_array(indices, who: str) -> Tensor:
     return idx
 
 
-def scatter(indices, values, shape) -> Tensor:
+def scatter(indices: TensorLike, values: Any, shape: ShapeLike) -> Tensor:
     """Zeros of ``shape`` with ``values`` added at ``indices`` (duplicates add up).
 
     ``indices`` has shape ``(..., k)`` indexing the first ``k`` axes of the output.
@@ -301,7 +305,8 @@ def _scatter_reduce(x, idx, upd, ufunc):
 _REDUCTIONS = {"max": np.maximum, "min": np.minimum, "mul": np.multiply}
 
 
-def scatter_update(inputs, indices, updates, reduction=None) -> Tensor:
+def scatter_update(inputs: Any, indices: TensorLike, updates: TensorLike,
+                   reduction: str | None = None) -> Tensor:
     """``inputs`` with the entries at ``indices`` replaced by ``updates``.
 
     Args:
@@ -331,12 +336,13 @@ def scatter_update(inputs, indices, updates, reduction=None) -> Tensor:
     return lk.where(hit > 0, written, x)
 
 
-def slice(inputs, start_indices, shape) -> Tensor:  # noqa: A001 - Keras's name
+def slice(inputs: Any, start_indices: Sequence[int],
+          shape: Sequence[int]) -> Tensor:  # noqa: A001 - Keras's name
     """The block of ``inputs`` at ``start_indices`` with the given ``shape``."""
     return lk.slice(t(inputs), [int(s) for s in start_indices], [int(s) for s in shape])
 
 
-def slice_update(inputs, start_indices, updates) -> Tensor:
+def slice_update(inputs: Any, start_indices: Any, updates: TensorLike) -> Tensor:
     """``inputs`` with the block at ``start_indices`` replaced by ``updates``."""
     x = t(inputs)
     u = lk.cast(t(updates), x.dtype)
@@ -354,6 +360,6 @@ def slice_update(inputs, start_indices, updates) -> Tensor:
     return lk.where(mask, lk.pad(u, pads), x)
 
 
-def unstack(x, num: int | None = None, axis: int = 0) -> list:
+def unstack(x: TensorLike, num: int | None = None, axis: int = 0) -> list:
     """The slices of ``x`` along ``axis`` as a list."""
     return lk.unstack(t(x), num=num, axis=axis)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
 import layerkit as lk
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.keras_ops._prims import t
 
 __all__ = ["rearrange"]
@@ -42,7 +44,7 @@ def _groups(side: str, who: str) -> list:
     return out
 
 
-def rearrange(tensor, pattern: str, **axes_lengths) -> Tensor:
+def rearrange(tensor: TensorLike, pattern: str, **axes_lengths: Any) -> Tensor:
     """Reorder, merge and split axes as described by ``pattern`` (einops syntax).
 
     Example: ``rearrange(x, "b (h w) c -> b h w c", h=4)``. Every name on one side must

@@ -3,10 +3,14 @@ cropping, patch extraction, Gaussian blur, resizing). Images are ``(H, W, C)`` o
 ``(N, H, W, C)`` (``data_format="channels_first"`` for ``(..., C, H, W)``)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import layerkit as lk
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops._prims import floating, t
 
@@ -40,7 +44,7 @@ def _back(x, single, cf):
     return lk.squeeze(x, [0]) if single else x
 
 
-def rgb_to_grayscale(images, data_format=None) -> Tensor:
+def rgb_to_grayscale(images: TensorLike, data_format: str | None = None) -> Tensor:
     """Luma ``0.2989 R + 0.587 G + 0.114 B`` with one channel kept (dtype kept)."""
     x, single, cf = _nhwc(images, data_format, "rgb_to_grayscale")
     c = x.shape[-1]
@@ -55,7 +59,7 @@ def rgb_to_grayscale(images, data_format=None) -> Tensor:
     return _back(lk.cast(g, x.dtype), single, cf)
 
 
-def rgb_to_hsv(images, data_format=None) -> Tensor:
+def rgb_to_hsv(images: TensorLike, data_format: str | None = None) -> Tensor:
     """RGB in [0, 1] to HSV (hue in [0, 1)); float images only."""
     x, single, cf = _nhwc(images, data_format, "rgb_to_hsv")
     if x.dtype.kind != "f":
@@ -77,7 +81,7 @@ def rgb_to_hsv(images, data_format=None) -> Tensor:
     return _back(lk.stack([h, s, v], -1), single, cf)
 
 
-def hsv_to_rgb(images, data_format=None) -> Tensor:
+def hsv_to_rgb(images: TensorLike, data_format: str | None = None) -> Tensor:
     """HSV (hue in [0, 1]) to RGB; float images only."""
     x, single, cf = _nhwc(images, data_format, "hsv_to_rgb")
     if x.dtype.kind != "f":
@@ -115,9 +119,9 @@ def _sides(images, data_format, who, what, top, left, bottom, right, height, wid
     return x, (single, cf), (top, bottom, left, right)
 
 
-def pad_images(images, top_padding=None, left_padding=None, bottom_padding=None,
-               right_padding=None, target_height=None, target_width=None,
-               data_format=None) -> Tensor:
+def pad_images(images: TensorLike, top_padding: Any = None, left_padding: Any = None,
+               bottom_padding: Any = None, right_padding: Any = None, target_height: Any = None,
+               target_width: Any = None, data_format: str | None = None) -> Tensor:
     """Zero-pad images; each side's amount is given or derived from the target size."""
     x, back, (top, bottom, left, right) = _sides(
         images, data_format, "pad_images", "padding", top_padding, left_padding,
@@ -125,9 +129,9 @@ def pad_images(images, top_padding=None, left_padding=None, bottom_padding=None,
     return _back(lk.pad(x, [[0, 0], [top, bottom], [left, right], [0, 0]]), *back)
 
 
-def crop_images(images, top_cropping=None, left_cropping=None, bottom_cropping=None,
-                right_cropping=None, target_height=None, target_width=None,
-                data_format=None) -> Tensor:
+def crop_images(images: TensorLike, top_cropping: Any = None, left_cropping: Any = None,
+                bottom_cropping: Any = None, right_cropping: Any = None, target_height: Any = None,
+                target_width: Any = None, data_format: str | None = None) -> Tensor:
     """Crop images; each side's amount is given or derived from the target size."""
     x, back, (top, bottom, left, right) = _sides(
         images, data_format, "crop_images", "cropping", top_cropping, left_cropping,
@@ -150,8 +154,9 @@ def _starts(n, k, s, d, padding):
     return out, total // 2, total - total // 2
 
 
-def extract_patches(images, size, strides=None, dilation_rate=1, padding: str = "valid",
-                    data_format=None) -> Tensor:
+def extract_patches(images: TensorLike, size: Any, strides: int | Sequence[int] | None = None,
+                    dilation_rate: int | Sequence[int] = 1, padding: str = "valid",
+                    data_format: str | None = None) -> Tensor:
     """Patches of ``size`` as the last axis: ``(N, out_h, out_w, kh * kw * C)``, each
     patch row-major then channels (TensorFlow's ``extract_patches`` layout)."""
     x, single, cf = _nhwc(images, data_format, "extract_patches")
@@ -182,7 +187,8 @@ def _gauss1d(n: int, sigma: float) -> np.ndarray:
     return v / v.sum()
 
 
-def gaussian_blur(images, kernel_size=(3, 3), sigma=(1.0, 1.0), data_format=None) -> Tensor:
+def gaussian_blur(images: TensorLike, kernel_size: int | Sequence[int] = (3, 3),
+                  sigma: Any = (1.0, 1.0), data_format: str | None = None) -> Tensor:
     """Per-channel Gaussian blur with zero padding of ``kernel_size // 2``."""
     x, single, cf = _nhwc(images, data_format, "gaussian_blur")
     x = floating(x)
@@ -239,9 +245,10 @@ def _taps(n_in: int, n_out: int, method: str, antialias: bool) -> np.ndarray:
     return w
 
 
-def resize(images, size, interpolation: str = "bilinear", antialias: bool = False,
+def resize(images: TensorLike, size: Any, interpolation: str = "bilinear", antialias: bool = False,
            crop_to_aspect_ratio: bool = False, pad_to_aspect_ratio: bool = False,
-           fill_mode: str = "constant", fill_value: float = 0.0, data_format=None) -> Tensor:
+           fill_mode: str = "constant", fill_value: float = 0.0,
+           data_format: str | None = None) -> Tensor:
     """Resize images to ``size = (height, width)`` ("nearest", "bilinear" or "bicubic";
     half-pixel centres; ``antialias`` widens the filter when shrinking). Optionally
     centre-crop or pad (with ``fill_value``) to the target aspect ratio first.
@@ -348,7 +355,7 @@ def _expand_to(m: Tensor, val: Tensor) -> Tensor:
     return lk.reshape(m, list(m.shape) + [1] * (val.ndim - m.ndim))
 
 
-def map_coordinates(inputs, coordinates, order: int, fill_mode: str = "constant",
+def map_coordinates(inputs: Any, coordinates: TensorLike, order: int, fill_mode: str = "constant",
                     fill_value: float = 0) -> Tensor:
     """Values of ``inputs`` at the float ``coordinates`` (shape ``(inputs.ndim, ...)``),
     nearest (``order=0``) or linear (``order=1``); positions outside are handled by
@@ -363,9 +370,9 @@ def map_coordinates(inputs, coordinates, order: int, fill_mode: str = "constant"
     return _sample(flat, tuple(x.shape), coords, int(order), fill_mode, float(fill_value))
 
 
-def affine_transform(images, transform, interpolation: str = "bilinear",
+def affine_transform(images: TensorLike, transform: TensorLike, interpolation: str = "bilinear",
                      fill_mode: str = "constant", fill_value: float = 0,
-                     data_format=None) -> Tensor:
+                     data_format: str | None = None) -> Tensor:
     """Apply projective transforms ``[a0, a1, a2, b0, b1, b2, c0, c1]`` (one, or one per
     image): the output pixel ``(x, y)`` reads the input at
     ``((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k)``, ``k = c0 x + c1 y + 1``
@@ -399,7 +406,7 @@ def affine_transform(images, transform, interpolation: str = "bilinear",
     return _back(out, single, cf)
 
 
-def sobel_edges(images, data_format=None) -> Tensor:
+def sobel_edges(images: TensorLike, data_format: str | None = None) -> Tensor:
     """Sobel gradients with zero padding: shape ``(batch, height, width, channels, 2)``
     holding ``[dy, dx]`` (``(batch, channels, height, width, 2)`` for channels_first)."""
     x, single, cf = _nhwc(images, data_format, "sobel_edges")
@@ -409,17 +416,17 @@ def sobel_edges(images, data_format=None) -> Tensor:
     x = floating(x)
     c = x.shape[-1]
     gx = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], x.dtype)
-    kern = np.stack([gx.T, gx], -1)[:, :, None, :]                 # (3, 3, 1, [dy, dx])
-    kern = lk.constant(np.broadcast_to(kern, (3, 3, c, 2)).copy())
+    pair = np.stack([gx.T, gx], -1)[:, :, None, :]                 # (3, 3, 1, [dy, dx])
+    kern = lk.constant(np.broadcast_to(pair, (3, 3, c, 2)).copy())
     xp = lk.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
     out = lk.nn.depthwise_conv2d(xp, kern, [1, 1, 1, 1], "VALID")   # (N, H, W, C * 2)
     out = lk.reshape(out, list(out.shape[:3]) + [c, 2])
     return lk.transpose(out, [0, 3, 1, 2, 4]) if cf else out
 
 
-def ssim(image1, image2, max_val: float = 1.0, filter_size: int = 11,
+def ssim(image1: TensorLike, image2: TensorLike, max_val: float = 1.0, filter_size: int = 11,
          filter_sigma: float = 1.5, k1: float = 0.01, k2: float = 0.03,
-         data_format=None) -> Tensor:
+         data_format: str | None = None) -> Tensor:
     """Structural similarity per image (averaged over the valid Gaussian windows and the
     channels); identical images give 1."""
     a, single, cf = _nhwc(image1, data_format, "ssim")
@@ -449,8 +456,9 @@ def ssim(image1, image2, max_val: float = 1.0, filter_size: int = 11,
     return lk.cast(out, dtype) if dtype.kind == "f" else out
 
 
-def extract_patches_3d(volumes, size, strides=None, dilation_rate=1,
-                       padding: str = "valid", data_format=None) -> Tensor:
+def extract_patches_3d(volumes: TensorLike, size: Any, strides: int | Sequence[int] | None = None,
+                       dilation_rate: int | Sequence[int] = 1, padding: str = "valid",
+                       data_format: str | None = None) -> Tensor:
     """3-D patches of ``size`` as the last axis: ``(N, d', h', w', kd * kh * kw * C)``
     (patch row-major, then channels)."""
     x, single, cf = _nhwc(volumes, data_format, "extract_patches_3d", spatial=3)
@@ -493,8 +501,9 @@ def _homography(start: Tensor, end: Tensor) -> Tensor:
     return P.solve(a, b, True)
 
 
-def perspective_transform(images, start_points, end_points, interpolation: str = "bilinear",
-                          fill_value: float = 0, data_format=None) -> Tensor:
+def perspective_transform(images: TensorLike, start_points: TensorLike, end_points: TensorLike,
+                          interpolation: str = "bilinear", fill_value: float = 0,
+                          data_format: str | None = None) -> Tensor:
     """Warp images so that the four ``start_points`` ``(x, y)`` land on ``end_points``
     (each ``(4, 2)``, or ``(N, 4, 2)`` per image); outside is ``fill_value``."""
     x, single, cf = _nhwc(images, data_format, "perspective_transform")
@@ -511,9 +520,10 @@ def perspective_transform(images, start_points, end_points, interpolation: str =
     return _back(out, single, cf)
 
 
-def elastic_transform(images, alpha: float = 20.0, sigma: float = 5.0,
+def elastic_transform(images: TensorLike, alpha: float = 20.0, sigma: float = 5.0,
                       interpolation: str = "bilinear", fill_mode: str = "reflect",
-                      fill_value: float = 0.0, seed=None, data_format=None) -> Tensor:
+                      fill_value: float = 0.0, seed: Any = None,
+                      data_format: str | None = None) -> Tensor:
     """Random elastic distortion: standard-normal displacement fields (``* sigma``, drawn
     through ``lk.random`` with ``seed``) smoothed by a Gaussian of ``sigma`` (kernel
     ``int(6 sigma) | 1``), scaled by ``alpha``, then sampled as ``map_coordinates``."""
@@ -572,8 +582,8 @@ def _st_weights(n_in: int, n_out: int, scale: Tensor, shift: Tensor, kernel, ant
     return lk.where(lk.expand_dims(inside, 0), w, 0.0)
 
 
-def scale_and_translate(images, output_shape, scale, translation, spatial_dims, method: str,
-                        antialias: bool = True) -> Tensor:
+def scale_and_translate(images: TensorLike, output_shape: Any, scale: Any, translation: Any,
+                        spatial_dims: Any, method: str, antialias: bool = True) -> Tensor:
     """Resample ``spatial_dims`` of ``images`` to ``output_shape``: output index ``j``
     reads the input at ``(j + 0.5 - translation) / scale - 0.5`` through the ``method``
     kernel (linear, cubic, lanczos3, lanczos5; JAX's ``scale_and_translate``), with one

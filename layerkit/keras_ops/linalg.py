@@ -7,7 +7,8 @@ Differentiable: ``inv``, ``det``, ``solve``, ``solve_triangular``, ``cholesky``,
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +16,7 @@ import layerkit as lk
 from layerkit._core.nest import flatten
 from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, TensorLike
 from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops._prims import axes_arg, floating, swap_last, t
 
@@ -31,30 +33,30 @@ def _square(x, who) -> Tensor:
     return x
 
 
-def inv(x) -> Tensor:
+def inv(x: TensorLike) -> Tensor:
     """Matrix inverse."""
     return P.inv(_square(x, "inv"))
 
 
-def det(x) -> Tensor:
+def det(x: TensorLike) -> Tensor:
     """Determinant."""
     sign, logabs = P.slogdet(_square(x, "det"))
     return sign * lk.exp(logabs)
 
 
-def slogdet(x) -> tuple:
+def slogdet(x: TensorLike) -> tuple:
     """``(sign, log|det|)``."""
     return P.slogdet(_square(x, "slogdet"))
 
 
-def solve(a, b) -> Tensor:
+def solve(a: TensorLike, b: TensorLike) -> Tensor:
     """``x`` with ``a @ x = b`` (``b`` a matrix, or a vector per batch)."""
     a = _square(a, "solve")
     b = lk.cast(floating(b), a.dtype)
     return P.solve(a, b, b.ndim == a.ndim - 1)
 
 
-def solve_triangular(a, b, lower: bool = False) -> Tensor:
+def solve_triangular(a: TensorLike, b: TensorLike, lower: bool = False) -> Tensor:
     """``solve`` reading only the lower (``lower=True``) or upper triangle of ``a``."""
     a = _square(a, "solve_triangular")
     n = a.shape[-1]
@@ -62,31 +64,31 @@ def solve_triangular(a, b, lower: bool = False) -> Tensor:
     return solve(lk.where(mask, a, lk.zeros_like(a)), b)
 
 
-def cholesky(x, upper: bool = False) -> Tensor:
+def cholesky(x: TensorLike, upper: bool = False) -> Tensor:
     """Cholesky factor ``L`` (``x = L L^T``), or ``L^T`` when ``upper``."""
     L = P.cholesky(_square(x, "cholesky"))
     return swap_last(L) if upper else L
 
 
-def cholesky_inverse(x, upper: bool = False) -> Tensor:
+def cholesky_inverse(x: TensorLike, upper: bool = False) -> Tensor:
     """Inverse of ``A`` from its Cholesky factor ``x`` (lower, or upper if ``upper``)."""
     f = _square(x, "cholesky_inverse")
     a = lk.matmul(f, f, transpose_a=True) if upper else lk.matmul(f, f, transpose_b=True)
     return P.inv(a)
 
 
-def eigh(x) -> tuple:
+def eigh(x: TensorLike) -> tuple:
     """``(eigenvalues ascending, eigenvectors as columns)`` of symmetric matrices."""
     return P.eigh(_square(x, "eigh"))
 
 
-def eig(x) -> tuple:
+def eig(x: TensorLike) -> tuple:
     """``(eigenvalues, eigenvectors)`` of general matrices (complex when NumPy's are;
     no gradient)."""
     return P.run("eig", lambda a: tuple(np.linalg.eig(a)), _square(x, "eig"), num_outputs=2)
 
 
-def qr(x, mode: str = "reduced") -> tuple:
+def qr(x: TensorLike, mode: str = "reduced") -> tuple:
     """``(q, r)`` (``mode`` "reduced" or "complete"; no gradient)."""
     if mode not in ("reduced", "complete"):
         raise ValueError(f"keras_ops.qr: mode must be 'reduced' or 'complete', received "
@@ -95,7 +97,7 @@ def qr(x, mode: str = "reduced") -> tuple:
                  num_outputs=2, mode=mode)
 
 
-def svd(x, full_matrices: bool = True, compute_uv: bool = True):
+def svd(x: TensorLike, full_matrices: bool = True, compute_uv: bool = True) -> Any:
     """``(u, s, vh)``, or ``s`` alone when not ``compute_uv`` (no gradient)."""
     x = floating(x)
     if not compute_uv:
@@ -122,13 +124,13 @@ def _lu(a):
     return a, piv
 
 
-def lu_factor(x) -> tuple:
+def lu_factor(x: TensorLike) -> tuple:
     """``(lu, pivots)`` as in SciPy's ``lu_factor`` (partial pivoting, 0-based pivot
     rows, int32; no gradient)."""
     return P.run("lu_factor", _lu, _square(x, "lu_factor"), num_outputs=2)
 
 
-def lstsq(a, b, rcond=None) -> Tensor:
+def lstsq(a: TensorLike, b: TensorLike, rcond: Any = None) -> Tensor:
     """Least-squares solution of ``a x = b`` for 2-D ``a`` (full column rank for the
     gradient: it is computed through the normal equations' pseudo-inverse)."""
     a = floating(a)
@@ -142,7 +144,7 @@ def lstsq(a, b, rcond=None) -> Tensor:
     return lk.squeeze(out, [1]) if vec else out
 
 
-def pinv(x, rcond=None) -> Tensor:
+def pinv(x: TensorLike, rcond: Any = None) -> Tensor:
     """Moore-Penrose pseudo-inverse. Full-rank inputs use ``(A^T A)^-1 A^T`` (or the
     transpose form), which is differentiable; rank-deficient ones fall back to the SVD
     (no gradient)."""
@@ -159,14 +161,15 @@ def pinv(x, rcond=None) -> Tensor:
     return lk.matmul(swap_last(x), P.inv(lk.matmul(x, x, transpose_b=True)))
 
 
-def matrix_rank(x, tol=None) -> Tensor:
+def matrix_rank(x: TensorLike, tol: Any = None) -> Tensor:
     """Number of singular values above ``tol`` (NumPy's default tolerance); int32."""
     return P.run("matrix_rank", lambda a, tol: np.asarray(
         np.linalg.matrix_rank(a, tol=tol), np.int32), floating(x),
         tol=None if tol is None else float(tol))
 
 
-def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A002
+def norm(x: TensorLike, ord: Any = None, axis: AxisLike = None,
+         keepdims: bool = False) -> Tensor:  # noqa: A002
     """Vector or matrix norm with NumPy's rules for ``ord`` and ``axis``.
 
     Vector ``ord``: None/2, 1, inf, -inf, 0 and any number p; matrix ``ord`` (two axes,
@@ -179,7 +182,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A00
             out = lk.sqrt(lk.reduce_sum(x * x))
             return lk.reshape(out, [1] * x.ndim) if keepdims else out
         if x.ndim == 1:
-            axes = (0,)
+            axes: tuple[int, ...] = (0,)
         elif x.ndim == 2:
             axes = (0, 1)
         else:
@@ -236,7 +239,8 @@ def _matrix_norm(x, axes, ord):  # noqa: A002
     raise ValueError(f"keras_ops.norm: invalid matrix ord {ord!r}")
 
 
-def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+def jvp(fun: Callable, primals: Sequence[TensorLike], tangents: Sequence[TensorLike],
+        has_aux: bool = False) -> Any:
     """Forward-mode product: ``(fun(*primals), J @ tangents)`` (and ``aux`` when
     ``has_aux``), computed as the gradient of a vector-Jacobian product."""
     ps = [floating(p) for p in primals]

@@ -6,10 +6,13 @@ O(n^2) per transform: fine for the short signals Keras models use them on).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 import layerkit as lk
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, TensorLike
 from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops import numpy as knp
 from layerkit.keras_ops._prims import axes_arg, floating, t
@@ -20,34 +23,34 @@ __all__ = ["erf", "erfc", "erfinv", "logsumexp", "rsqrt", "top_k", "in_top_k",
            "istft", "cdist", "view_as_complex", "view_as_real"]
 
 
-def erf(x) -> Tensor:
+def erf(x: TensorLike) -> Tensor:
     """The error function (integers give float32)."""
     return lk.erf(floating(x))
 
 
-def erfc(x) -> Tensor:
+def erfc(x: TensorLike) -> Tensor:
     """1 - erf(x)."""
     return 1.0 - lk.erf(floating(x))
 
 
-def erfinv(x) -> Tensor:
+def erfinv(x: TensorLike) -> Tensor:
     """Inverse of ``erf`` on (-1, 1) (+-inf at +-1, NaN outside)."""
     return P.erfinv(floating(x))
 
 
-def logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
+def logsumexp(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``axis``, stable."""
     x = floating(x)
     ax = axes_arg(axis, x.ndim, "logsumexp")
     return lk.reduce_logsumexp(x, axis=None if ax is None else list(ax), keepdims=keepdims)
 
 
-def rsqrt(x) -> Tensor:
+def rsqrt(x: TensorLike) -> Tensor:
     """1 / sqrt(x)."""
     return lk.rsqrt(floating(x))
 
 
-def top_k(x, k: int, sorted: bool = True) -> tuple:  # noqa: A002 - Keras's name
+def top_k(x: TensorLike, k: int, sorted: bool = True) -> tuple:  # noqa: A002 - Keras's name
     """``(values, indices)`` of the ``k`` largest entries along the last axis, largest
     first (ties: lower index first); indices int32. Differentiable in ``values``."""
     x = t(x)
@@ -60,7 +63,7 @@ def top_k(x, k: int, sorted: bool = True) -> tuple:  # noqa: A002 - Keras's name
     return P.take_along(x, idx, x.ndim - 1), idx
 
 
-def in_top_k(targets, predictions, k: int) -> Tensor:
+def in_top_k(targets: TensorLike, predictions: TensorLike, k: int) -> Tensor:
     """Whether ``targets[i]`` is among the ``k`` largest ``predictions[i]`` (ties count
     in its favour; a NaN target score is never in); bool."""
     p = t(predictions)
@@ -84,7 +87,8 @@ def _segments(data, segment_ids, num_segments, who):
     return data, lk.expand_dims(lk.cast(ids, np.int64), -1), shape
 
 
-def segment_sum(data, segment_ids, num_segments=None, sorted: bool = False) -> Tensor:  # noqa: A002
+def segment_sum(data: Any, segment_ids: TensorLike, num_segments: int | None = None,
+                sorted: bool = False) -> Tensor:  # noqa: A002
     """Sums of ``data`` rows grouped by ``segment_ids`` (empty segments are 0; ids out
     of ``[0, num_segments)`` are dropped). Differentiable in ``data``."""
     data, idx, shape = _segments(data, segment_ids, num_segments, "segment_sum")
@@ -121,18 +125,21 @@ def _segment_extreme(data, segment_ids, num_segments, sorted, kind):  # noqa: A0
     return lk.where(c > 0, s / lk.maximum(c, 1.0), ext)
 
 
-def segment_max(data, segment_ids, num_segments=None, sorted: bool = False) -> Tensor:  # noqa: A002
+def segment_max(data: Any, segment_ids: TensorLike, num_segments: int | None = None,
+                sorted: bool = False) -> Tensor:  # noqa: A002
     """Maxima of ``data`` rows grouped by ``segment_ids`` (empty segments: the lowest
     value, -inf for floats)."""
     return _segment_extreme(data, segment_ids, num_segments, sorted, "max")
 
 
-def segment_min(data, segment_ids, num_segments=None, sorted: bool = False) -> Tensor:  # noqa: A002
+def segment_min(data: Any, segment_ids: TensorLike, num_segments: int | None = None,
+                sorted: bool = False) -> Tensor:  # noqa: A002
     """Minima of ``data`` rows grouped by ``segment_ids`` (empty segments: +inf)."""
     return _segment_extreme(data, segment_ids, num_segments, sorted, "min")
 
 
-def segment_prod(data, segment_ids, num_segments=None, sorted: bool = False) -> Tensor:  # noqa: A002
+def segment_prod(data: Any, segment_ids: TensorLike, num_segments: int | None = None,
+                 sorted: bool = False) -> Tensor:  # noqa: A002
     """Products of ``data`` rows grouped by ``segment_ids`` (empty segments are 1)."""
     data, idx, shape = _segments(data, segment_ids, num_segments, "segment_prod")
 
@@ -146,7 +153,7 @@ def segment_prod(data, segment_ids, num_segments=None, sorted: bool = False) -> 
     return P.run("segment_prod", fwd, data, idx, shape=shape)
 
 
-def extract_sequences(x, sequence_length: int, sequence_stride: int) -> Tensor:
+def extract_sequences(x: TensorLike, sequence_length: int, sequence_stride: int) -> Tensor:
     """Frames of length ``sequence_length`` every ``sequence_stride`` along the last
     axis: shape ``(..., num_frames, sequence_length)``."""
     x = t(x)
@@ -158,7 +165,7 @@ def extract_sequences(x, sequence_length: int, sequence_stride: int) -> Tensor:
     return lk.reshape(out, list(x.shape[:-1]) + [frames, m])
 
 
-def logdet(x) -> Tensor:
+def logdet(x: TensorLike) -> Tensor:
     """log(det(x)) of positive-definite matrices (NaN for negative determinants)."""
     sign, logabs = P.slogdet(floating(x))
     return lk.where(sign > 0, logabs, lk.where(sign < 0, float("nan"), -float("inf")))
@@ -191,7 +198,7 @@ def _cdft_last(re, im, inverse):
     return out_re, out_im
 
 
-def fft(x) -> tuple:
+def fft(x: TensorLike) -> tuple:
     """Complex FFT over the last axis of ``(real, imag)``; returns ``(real, imag)``."""
     return _cdft_last(*_pair(x, "fft"), False)
 
@@ -204,17 +211,17 @@ def _fft2(x, inverse, who):
     return P.swap_last(re), P.swap_last(im)
 
 
-def fft2(x) -> tuple:
+def fft2(x: TensorLike) -> tuple:
     """2-D complex FFT over the last two axes of ``(real, imag)``."""
     return _fft2(x, False, "fft2")
 
 
-def ifft2(x) -> tuple:
+def ifft2(x: TensorLike) -> tuple:
     """2-D inverse complex FFT over the last two axes of ``(real, imag)``."""
     return _fft2(x, True, "ifft2")
 
 
-def rfft(x, fft_length: int | None = None) -> tuple:
+def rfft(x: TensorLike, fft_length: int | None = None) -> tuple:
     """FFT of a real signal over the last axis: ``(real, imag)`` of length
     ``fft_length // 2 + 1`` (the input is cropped or zero-padded to ``fft_length``)."""
     x = floating(x)
@@ -233,7 +240,7 @@ def _fit_last(x: Tensor, n: int) -> Tensor:
     return x
 
 
-def irfft(x, fft_length: int | None = None) -> Tensor:
+def irfft(x: TensorLike, fft_length: int | None = None) -> Tensor:
     """Inverse of ``rfft``: a real signal of length ``fft_length`` (default
     ``2 * (m - 1)``) from the ``(real, imag)`` half spectrum."""
     re, im = _pair(x, "irfft")
@@ -280,8 +287,8 @@ def _stft_window(window, sequence_length: int, fft_length: int, dtype, who: str)
     return full.astype(dtype)
 
 
-def stft(x, sequence_length: int, sequence_stride: int, fft_length: int,
-         window="hann", center: bool = True) -> tuple:
+def stft(x: TensorLike, sequence_length: int, sequence_stride: int, fft_length: int,
+         window: str = "hann", center: bool = True) -> tuple:
     """Short-time Fourier transform over the last axis: ``(real, imag)`` of shape
     ``(..., num_frames, fft_length // 2 + 1)``; ``center`` reflect-pads by
     ``fft_length // 2`` on both sides first (PyTorch's framing, which Keras follows)."""
@@ -294,8 +301,8 @@ def stft(x, sequence_length: int, sequence_stride: int, fft_length: int,
     return rfft(frames * win, fft_length)
 
 
-def istft(x, sequence_length: int, sequence_stride: int, fft_length: int,
-          length: int | None = None, window="hann", center: bool = True) -> Tensor:
+def istft(x: TensorLike, sequence_length: int, sequence_stride: int, fft_length: int,
+          length: int | None = None, window: str = "hann", center: bool = True) -> Tensor:
     """Inverse of ``stft``: overlap-added windowed frames divided by the summed squared
     window; ``length`` crops or zero-pads the result."""
     frames = irfft(x, int(fft_length))                       # (..., F, fft)
@@ -324,14 +331,14 @@ def istft(x, sequence_length: int, sequence_stride: int, fft_length: int,
     return lk.reshape(out, batch + [out.shape[-1]])
 
 
-def cdist(x, y) -> Tensor:
+def cdist(x: TensorLike, y: TensorLike) -> Tensor:
     """Euclidean distances between the rows of ``x`` (..., n, d) and ``y`` (..., m, d)."""
     a, b = knp._common([floating(x), floating(y)])
     diff = lk.expand_dims(a, -2) - lk.expand_dims(b, -3)
     return lk.sqrt(lk.reduce_sum(diff * diff, axis=-1))
 
 
-def view_as_real(x) -> Tensor:
+def view_as_real(x: TensorLike) -> Tensor:
     """A complex tensor as floats with a trailing axis of 2 (real, imag); no gradient."""
     x = t(x)
     if x.dtype.kind != "c":
@@ -339,7 +346,7 @@ def view_as_real(x) -> Tensor:
     return P.run("view_as_real", lambda a: np.stack([a.real, a.imag], -1), x)
 
 
-def view_as_complex(x) -> Tensor:
+def view_as_complex(x: TensorLike) -> Tensor:
     """A float tensor with a trailing axis of 2 as complex numbers; no gradient."""
     x = floating(x)
     if x.ndim == 0 or x.shape[-1] != 2:

@@ -6,10 +6,14 @@ Keras 3 defaults apply where they differ from ``lk.nn``: ``gelu(approximate=True
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import layerkit as lk
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, DTypeLike, TensorLike
 from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops import numpy as knp
 from layerkit.keras_ops._prims import FLOATX, axes_arg, axis_one, dtype_arg, floating, t
@@ -30,35 +34,35 @@ EPSILON = 1e-7   # keras.config.epsilon()
 
 
 # ---- activations -----------------------------------------------------------------------------
-def relu(x) -> Tensor:
+def relu(x: TensorLike) -> Tensor:
     """max(x, 0) (keeps integer dtypes)."""
     x = t(x)
     return lk.nn.relu(x) if x.dtype.kind == "f" else lk.maximum(x, 0)
 
 
-def relu6(x) -> Tensor:
+def relu6(x: TensorLike) -> Tensor:
     """min(max(x, 0), 6) (keeps integer dtypes)."""
     x = t(x)
     return lk.nn.relu6(x) if x.dtype.kind == "f" else lk.clip_by_value(x, 0, 6)
 
 
-def sigmoid(x) -> Tensor:
+def sigmoid(x: TensorLike) -> Tensor:
     """1 / (1 + exp(-x))."""
     return lk.sigmoid(floating(x))
 
 
-def softplus(x) -> Tensor:
+def softplus(x: TensorLike) -> Tensor:
     """log(1 + exp(x)), stable."""
     return lk.nn.softplus(floating(x))
 
 
-def softsign(x) -> Tensor:
+def softsign(x: TensorLike) -> Tensor:
     """x / (1 + |x|)."""
     x = floating(x)
     return x / (1.0 + lk.abs(x))
 
 
-def silu(x) -> Tensor:
+def silu(x: TensorLike) -> Tensor:
     """x * sigmoid(x)."""
     return lk.nn.silu(floating(x))
 
@@ -66,22 +70,22 @@ def silu(x) -> Tensor:
 swish = silu
 
 
-def log_sigmoid(x) -> Tensor:
+def log_sigmoid(x: TensorLike) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), stable."""
     return -lk.nn.softplus(-floating(x))
 
 
-def leaky_relu(x, negative_slope: float = 0.2) -> Tensor:
+def leaky_relu(x: TensorLike, negative_slope: float = 0.2) -> Tensor:
     """x for x >= 0, ``negative_slope * x`` otherwise (Keras default 0.2)."""
     return lk.nn.leaky_relu(floating(x), alpha=float(negative_slope))
 
 
-def hard_sigmoid(x) -> Tensor:
+def hard_sigmoid(x: TensorLike) -> Tensor:
     """relu6(x + 3) / 6, the piecewise-linear sigmoid."""
     return lk.nn.relu6(floating(x) + 3.0) * (1.0 / 6.0)
 
 
-def hard_silu(x) -> Tensor:
+def hard_silu(x: TensorLike) -> Tensor:
     """x * hard_sigmoid(x)."""
     x = floating(x)
     return x * hard_sigmoid(x)
@@ -90,29 +94,29 @@ def hard_silu(x) -> Tensor:
 hard_swish = hard_silu
 
 
-def elu(x, alpha: float = 1.0) -> Tensor:
+def elu(x: TensorLike, alpha: float = 1.0) -> Tensor:
     """x for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
     return lk.nn.elu(floating(x), alpha=float(alpha))
 
 
-def selu(x) -> Tensor:
+def selu(x: TensorLike) -> Tensor:
     """Scaled ELU with the self-normalising constants."""
     return lk.nn.selu(floating(x))
 
 
-def gelu(x, approximate: bool = True) -> Tensor:
+def gelu(x: TensorLike, approximate: bool = True) -> Tensor:
     """Gaussian error linear unit; Keras's default is the tanh approximation."""
     return lk.nn.gelu(floating(x), approximate=bool(approximate))
 
 
-def celu(x, alpha: float = 1.0) -> Tensor:
+def celu(x: TensorLike, alpha: float = 1.0) -> Tensor:
     """max(x, 0) + min(0, alpha * (exp(x / alpha) - 1))."""
     x = floating(x)
     a = float(alpha)
     return lk.maximum(x, 0.0) + lk.minimum(0.0, a * lk.expm1(x / a))
 
 
-def glu(x, axis: int = -1) -> Tensor:
+def glu(x: TensorLike, axis: int = -1) -> Tensor:
     """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``x`` on ``axis``."""
     x = floating(x)
     ax = axis_one(axis, x.ndim, "glu")
@@ -123,56 +127,56 @@ def glu(x, axis: int = -1) -> Tensor:
     return a * lk.sigmoid(b)
 
 
-def hard_tanh(x) -> Tensor:
+def hard_tanh(x: TensorLike) -> Tensor:
     """x clipped to [-1, 1]."""
     return lk.clip_by_value(floating(x), -1.0, 1.0)
 
 
-def hard_shrink(x, threshold: float = 0.5) -> Tensor:
+def hard_shrink(x: TensorLike, threshold: float = 0.5) -> Tensor:
     """x where |x| > threshold, else 0."""
     x = floating(x)
     return lk.where(lk.abs(x) > threshold, x, lk.zeros_like(x))
 
 
-def soft_shrink(x, threshold: float = 0.5) -> Tensor:
+def soft_shrink(x: TensorLike, threshold: float = 0.5) -> Tensor:
     """x - threshold above it, x + threshold below -threshold, else 0."""
     x = floating(x)
     th = float(threshold)
     return lk.where(x > th, x - th, lk.where(x < -th, x + th, lk.zeros_like(x)))
 
 
-def tanh_shrink(x) -> Tensor:
+def tanh_shrink(x: TensorLike) -> Tensor:
     """x - tanh(x)."""
     x = floating(x)
     return x - lk.tanh(x)
 
 
-def threshold(x, threshold: float, default_value: float) -> Tensor:
+def threshold(x: TensorLike, threshold: float, default_value: float) -> Tensor:
     """x where x > threshold, else ``default_value``."""
     x = floating(x)
     return lk.where(x > threshold, x, lk.fill(x.shape, np.asarray(default_value, x.dtype)))
 
 
-def sparse_plus(x) -> Tensor:
+def sparse_plus(x: TensorLike) -> Tensor:
     """0 for x <= -1, x for x >= 1, (x + 1)^2 / 4 between."""
     x = floating(x)
     return lk.where(x <= -1.0, lk.zeros_like(x),
                     lk.where(x >= 1.0, x, 0.25 * lk.square(x + 1.0)))
 
 
-def sparse_sigmoid(x) -> Tensor:
+def sparse_sigmoid(x: TensorLike) -> Tensor:
     """0 for x <= -1, 1 for x >= 1, (x + 1) / 2 between."""
     x = floating(x)
     return lk.clip_by_value(0.5 * (x + 1.0), 0.0, 1.0)
 
 
-def squareplus(x, b: float = 4) -> Tensor:
+def squareplus(x: TensorLike, b: float = 4) -> Tensor:
     """(x + sqrt(x^2 + b)) / 2."""
     x = floating(x)
     return 0.5 * (x + lk.sqrt(x * x + float(b)))
 
 
-def sparsemax(x, axis: int = -1) -> Tensor:
+def sparsemax(x: TensorLike, axis: int = -1) -> Tensor:
     """Euclidean projection of ``x`` onto the probability simplex along ``axis``."""
     x = floating(x)
     ax = axis_one(axis, x.ndim, "sparsemax")
@@ -187,7 +191,7 @@ def sparsemax(x, axis: int = -1) -> Tensor:
     return P.moveaxis_from_end(lk.maximum(y - tau, 0.0), ax)
 
 
-def softmax(x, axis=-1) -> Tensor:
+def softmax(x: TensorLike, axis: AxisLike = -1) -> Tensor:
     """exp(x) normalised over ``axis`` (an int or a tuple of ints)."""
     x = floating(x)
     if isinstance(axis, (list, tuple)):
@@ -196,7 +200,7 @@ def softmax(x, axis=-1) -> Tensor:
     return lk.nn.softmax(x, axis=axis_one(axis, x.ndim, "softmax"))
 
 
-def log_softmax(x, axis=-1) -> Tensor:
+def log_softmax(x: TensorLike, axis: AxisLike = -1) -> Tensor:
     """log(softmax(x)) over ``axis``, stable."""
     x = floating(x)
     if isinstance(axis, (list, tuple)):
@@ -206,7 +210,8 @@ def log_softmax(x, axis=-1) -> Tensor:
 
 
 # ---- encodings -------------------------------------------------------------------------------
-def one_hot(x, num_classes: int, axis: int = -1, dtype=None, sparse: bool = False) -> Tensor:
+def one_hot(x: TensorLike, num_classes: int, axis: int = -1, dtype: DTypeLike = None,
+            sparse: bool = False) -> Tensor:
     """One-hot rows of the integer ``x`` (out-of-range indices give all zeros); the new
     axis is ``axis``; float32 unless ``dtype``."""
     if sparse:
@@ -223,8 +228,8 @@ def one_hot(x, num_classes: int, axis: int = -1, dtype=None, sparse: bool = Fals
     return out if ax == x.ndim else P.moveaxis_from_end(out, ax)
 
 
-def multi_hot(inputs, num_classes: int | None = None, axis: int = -1, dtype=None,
-              sparse: bool = False, **kwargs) -> Tensor:
+def multi_hot(inputs: Any, num_classes: int | None = None, axis: int = -1, dtype: DTypeLike = None,
+              sparse: bool = False, **kwargs: Any) -> Tensor:
     """1 at every class listed in the last axis of ``inputs`` (a batch of index lists,
     or one 1-D list), 0 elsewhere."""
     if num_classes is None:
@@ -241,14 +246,15 @@ def multi_hot(inputs, num_classes: int | None = None, axis: int = -1, dtype=None
 
 
 # ---- normalisation ---------------------------------------------------------------------------
-def moments(x, axes, keepdims: bool = False, synchronized: bool = False) -> tuple:
+def moments(x: TensorLike, axes: Any, keepdims: bool = False, synchronized: bool = False) -> tuple:
     """``(mean, variance)`` of ``x`` over ``axes``."""
     x = floating(x)
     ax = list(axes_arg(axes, x.ndim, "moments"))
     return lk.nn.moments(x, ax, keepdims=keepdims)
 
 
-def batch_normalization(x, mean, variance, axis: int, offset=None, scale=None,
+def batch_normalization(x: TensorLike, mean: TensorLike, variance: TensorLike, axis: int,
+                        offset: TensorLike | None = None, scale: Any = None,
                         epsilon: float = 1e-3) -> Tensor:
     """``(x - mean) / sqrt(variance + epsilon) * scale + offset``, with 1-D statistics
     laid along ``axis``."""
@@ -270,8 +276,9 @@ def batch_normalization(x, mean, variance, axis: int, offset=None, scale=None,
     return out + shaped(offset) if offset is not None else out
 
 
-def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon: float | None = None,
-                        **kwargs) -> Tensor:
+def layer_normalization(x: TensorLike, gamma: TensorLike | None = None,
+                        beta: TensorLike | None = None, axis: int | Sequence[int] = -1,
+                        epsilon: float | None = None, **kwargs: Any) -> Tensor:
     """Normalise over ``axis`` to zero mean and unit variance, then ``* gamma + beta``
     (``epsilon`` defaults to 1e-7; ``rms_scaling=True`` divides by the RMS only)."""
     eps = EPSILON if epsilon is None else float(epsilon)
@@ -297,7 +304,8 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon: float | None
     return out + shaped(beta) if beta is not None else out
 
 
-def rms_normalization(x, scale=None, axis=-1, epsilon: float | None = None) -> Tensor:
+def rms_normalization(x: TensorLike, scale: Any = None, axis: int | Sequence[int] = -1,
+                      epsilon: float | None = None) -> Tensor:
     """``x / sqrt(mean(x^2 over axis) + epsilon) * scale`` (epsilon default 1e-7)."""
     eps = EPSILON if epsilon is None else float(epsilon)
     x = floating(x)
@@ -306,7 +314,8 @@ def rms_normalization(x, scale=None, axis=-1, epsilon: float | None = None) -> T
     return out * lk.cast(t(scale), x.dtype) if scale is not None else out
 
 
-def normalize(x, axis: int = -1, order: int = 2, epsilon: float | None = None) -> Tensor:
+def normalize(x: TensorLike, axis: int = -1, order: int = 2,
+              epsilon: float | None = None) -> Tensor:
     """``x`` divided by its ``order``-norm over ``axis`` (at least ``epsilon``, default
     1e-7)."""
     if not isinstance(order, int) or order < 1:
@@ -331,7 +340,8 @@ def _same_shape(target, output, who):
                          f"received target.shape={target.shape}, output.shape={output.shape}")
 
 
-def binary_crossentropy(target, output, from_logits: bool = False) -> Tensor:
+def binary_crossentropy(target: TensorLike, output: TensorLike,
+                        from_logits: bool = False) -> Tensor:
     """Elementwise binary cross-entropy (probabilities clipped to [1e-7, 1 - 1e-7])."""
     output = floating(output)
     target = lk.cast(t(target), output.dtype)
@@ -342,7 +352,7 @@ def binary_crossentropy(target, output, from_logits: bool = False) -> Tensor:
     return -(target * lk.log(p) + (1.0 - target) * lk.log(1.0 - p))
 
 
-def categorical_crossentropy(target, output, from_logits: bool = False,
+def categorical_crossentropy(target: TensorLike, output: TensorLike, from_logits: bool = False,
                              axis: int = -1) -> Tensor:
     """Cross-entropy between one-hot (or soft) ``target`` and ``output`` over ``axis``;
     probabilities are renormalised and clipped to [1e-7, 1 - 1e-7]."""
@@ -360,8 +370,8 @@ def categorical_crossentropy(target, output, from_logits: bool = False,
     return -lk.reduce_sum(target * logp, axis=ax)
 
 
-def sparse_categorical_crossentropy(target, output, from_logits: bool = False,
-                                    axis: int = -1) -> Tensor:
+def sparse_categorical_crossentropy(target: TensorLike, output: TensorLike,
+                                    from_logits: bool = False, axis: int = -1) -> Tensor:
     """``categorical_crossentropy`` with integer class ``target`` (a trailing length-1
     axis is dropped)."""
     output = floating(output)
@@ -381,7 +391,7 @@ def sparse_categorical_crossentropy(target, output, from_logits: bool = False,
     return categorical_crossentropy(oh, output, from_logits, ax)
 
 
-def polar(abs_, angle) -> Tensor:
+def polar(abs_: TensorLike, angle: TensorLike) -> Tensor:
     """The complex tensor ``abs_ * exp(1j * angle)`` (complex64 for float32; no
     gradient)."""
     a, th = P.float_pair(abs_, angle)
@@ -390,7 +400,7 @@ def polar(abs_, angle) -> Tensor:
         np.complex128 if r.dtype == np.float64 else np.complex64), a, th)
 
 
-def psnr(x1, x2, max_val) -> Tensor:
+def psnr(x1: TensorLike, x2: TensorLike, max_val: Any) -> Tensor:
     """Peak signal-to-noise ratio in dB over all elements."""
     a, b = P.float_pair(x1, x2)
     a, b = t(a), t(b)
@@ -403,7 +413,7 @@ def psnr(x1, x2, max_val) -> Tensor:
 
 
 # ---- convolution and pooling -----------------------------------------------------------------
-def _to_last(x: Tensor, data_format):
+def _to_last(x: Tensor, data_format: str | None) -> tuple[Tensor, bool]:
     if data_format in (None, "channels_last"):
         return x, False
     if data_format != "channels_first":
@@ -433,8 +443,8 @@ def _tuple(v, n, who, what):
     return v
 
 
-def conv(inputs, kernel, strides=1, padding: str = "valid", data_format=None,
-         dilation_rate=1) -> Tensor:
+def conv(inputs: Any, kernel: TensorLike, strides: int | Sequence[int] = 1, padding: str = "valid",
+         data_format: str | None = None, dilation_rate: int | Sequence[int] = 1) -> Tensor:
     """N-D convolution; ``kernel`` is ``(*spatial, in_channels / groups, out_channels)``
     (grouped when the input has a multiple of the kernel's input channels)."""
     x, moved = _to_last(floating(inputs), data_format)
@@ -454,8 +464,10 @@ def _deconv_length(n, k, s, pad, out_pad, d):
     return (n - 1) * s + k - 2 * p + out_pad
 
 
-def conv_transpose(inputs, kernel, strides=1, padding: str = "valid", output_padding=None,
-                   data_format=None, dilation_rate=1) -> Tensor:
+def conv_transpose(inputs: Any, kernel: TensorLike, strides: int | Sequence[int] = 1,
+                   padding: str = "valid", output_padding: Any = None,
+                   data_format: str | None = None,
+                   dilation_rate: int | Sequence[int] = 1) -> Tensor:
     """Transposed N-D convolution; ``kernel`` is ``(*spatial, out_channels,
     in_channels)``; the output length follows Keras's rule (``output_padding``)."""
     x, moved = _to_last(floating(inputs), data_format)
@@ -473,8 +485,9 @@ def conv_transpose(inputs, kernel, strides=1, padding: str = "valid", output_pad
     return _from_last(out, moved)
 
 
-def depthwise_conv(inputs, kernel, strides=1, padding: str = "valid", data_format=None,
-                   dilation_rate=1) -> Tensor:
+def depthwise_conv(inputs: Any, kernel: TensorLike, strides: int | Sequence[int] = 1,
+                   padding: str = "valid", data_format: str | None = None,
+                   dilation_rate: int | Sequence[int] = 1) -> Tensor:
     """Depthwise 1-D or 2-D convolution; ``kernel`` is ``(*spatial, in, multiplier)``."""
     x, moved = _to_last(floating(inputs), data_format)
     k = lk.cast(t(kernel), x.dtype)
@@ -494,8 +507,10 @@ def depthwise_conv(inputs, kernel, strides=1, padding: str = "valid", data_forma
     return _from_last(out, moved)
 
 
-def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1,
-                   padding: str = "valid", data_format=None, dilation_rate=1) -> Tensor:
+def separable_conv(inputs: Any, depthwise_kernel: TensorLike, pointwise_kernel: TensorLike,
+                   strides: int | Sequence[int] = 1, padding: str = "valid",
+                   data_format: str | None = None,
+                   dilation_rate: int | Sequence[int] = 1) -> Tensor:
     """Depthwise convolution followed by a 1x1 (pointwise) convolution."""
     x, moved = _to_last(floating(inputs), data_format)
     y = depthwise_conv(x, depthwise_kernel, strides, padding, None, dilation_rate)
@@ -513,14 +528,16 @@ def _pool(kind, inputs, pool_size, strides, padding, data_format, who):
     return _from_last(fn(x, ks, st, _padding(padding, who)), moved)
 
 
-def max_pool(inputs, pool_size, strides=None, padding: str = "valid",
-             data_format=None) -> Tensor:
+def max_pool(inputs: Any, pool_size: int | Sequence[int],
+             strides: int | Sequence[int] | None = None, padding: str = "valid",
+             data_format: str | None = None) -> Tensor:
     """N-D max pooling (``strides`` default to ``pool_size``)."""
     return _pool("max", inputs, pool_size, strides, padding, data_format, "max_pool")
 
 
-def average_pool(inputs, pool_size, strides=None, padding: str = "valid",
-                 data_format=None) -> Tensor:
+def average_pool(inputs: Any, pool_size: int | Sequence[int],
+                 strides: int | Sequence[int] | None = None, padding: str = "valid",
+                 data_format: str | None = None) -> Tensor:
     """N-D average pooling (``'same'`` averages over the valid entries only)."""
     return _pool("avg", inputs, pool_size, strides, padding, data_format, "average_pool")
 
@@ -546,17 +563,17 @@ def _adaptive(kind, inputs, output_size, data_format, who):
     return _from_last(x, moved)
 
 
-def adaptive_average_pool(inputs, output_size, data_format=None) -> Tensor:
+def adaptive_average_pool(inputs: Any, output_size: Any, data_format: str | None = None) -> Tensor:
     """Average pooling to a fixed ``output_size`` (PyTorch's bin boundaries)."""
     return _adaptive("avg", inputs, output_size, data_format, "adaptive_average_pool")
 
 
-def adaptive_max_pool(inputs, output_size, data_format=None) -> Tensor:
+def adaptive_max_pool(inputs: Any, output_size: Any, data_format: str | None = None) -> Tensor:
     """Max pooling to a fixed ``output_size`` (PyTorch's bin boundaries)."""
     return _adaptive("max", inputs, output_size, data_format, "adaptive_max_pool")
 
 
-def depth_to_space(x, block_size: int, data_format: str = "channels_last") -> Tensor:
+def depth_to_space(x: TensorLike, block_size: int, data_format: str = "channels_last") -> Tensor:
     """Move channel blocks into ``block_size x block_size`` spatial blocks (NHWC)."""
     x, moved = _to_last(floating(x) if t(x).dtype.kind not in "fiu" else t(x), data_format)
     b = int(block_size)
@@ -569,7 +586,7 @@ def depth_to_space(x, block_size: int, data_format: str = "channels_last") -> Te
     return _from_last(lk.reshape(y, [n, h * b, w * b, c // (b * b)]), moved)
 
 
-def space_to_depth(x, block_size: int, data_format: str = "channels_last") -> Tensor:
+def space_to_depth(x: TensorLike, block_size: int, data_format: str = "channels_last") -> Tensor:
     """Move ``block_size x block_size`` spatial blocks into channels (NHWC)."""
     x, moved = _to_last(t(x), data_format)
     b = int(block_size)
@@ -587,7 +604,8 @@ def _patch_index(size, k, d, p, s):
     return (np.arange(out)[:, None] * s + np.arange(k)[None, :] * d), out
 
 
-def unfold(x, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+def unfold(x: TensorLike, kernel_size: int | Sequence[int], dilation: int = 1, padding: int = 0,
+           stride: int = 1) -> Tensor:
     """Sliding local blocks of an NCHW tensor as ``(N, C * kh * kw, L)`` (PyTorch's
     ``unfold``, which Keras follows)."""
     x = t(x)
@@ -609,7 +627,8 @@ def unfold(x, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     return lk.reshape(cols, [n, c * kh * kw, oh * ow])
 
 
-def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+def fold(x: TensorLike, output_size: Any, kernel_size: int | Sequence[int], dilation: int = 1,
+         padding: int = 0, stride: int = 1) -> Tensor:
     """The adjoint of ``unfold``: sums ``(N, C * kh * kw, L)`` blocks into NCHW."""
     x = t(x)
     oh_, ow_ = _tuple(output_size, 2, "fold", "output_size")
@@ -634,9 +653,10 @@ def fold(x, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor
 
 
 # ---- attention -------------------------------------------------------------------------------
-def dot_product_attention(query, key, value, bias=None, mask=None, scale=None,
-                          is_causal: bool = False, flash_attention=None,
-                          attn_logits_soft_cap=None) -> Tensor:
+def dot_product_attention(query: TensorLike, key: TensorLike, value: Any,
+                          bias: TensorLike | None = None, mask: Any = None, scale: Any = None,
+                          is_causal: bool = False, flash_attention: Any = None,
+                          attn_logits_soft_cap: Any = None) -> Tensor:
     """Scaled dot-product attention on ``(batch, seq, heads, dim)`` tensors (3-D inputs
     without the heads axis also work); ``mask`` is True where attention is allowed."""
     q, k, v = floating(query), floating(key), floating(value)
@@ -680,7 +700,8 @@ def _lse3(a, b, c):
     return m + lk.log(lk.exp(a - m) + lk.exp(b - m) + lk.exp(c - m))
 
 
-def ctc_loss(target, output, target_length, output_length, mask_index: int = 0) -> Tensor:
+def ctc_loss(target: TensorLike, output: TensorLike, target_length: TensorLike,
+             output_length: TensorLike, mask_index: int = 0) -> Tensor:
     """Connectionist temporal classification loss per batch entry.
 
     Args:
@@ -728,8 +749,9 @@ def ctc_loss(target, output, target_length, output_length, mask_index: int = 0) 
     return -(m + lk.log(lk.exp(end - m) + lk.exp(before - m)))
 
 
-def ctc_decode(inputs, sequence_lengths, strategy: str = "greedy", beam_width: int = 100,
-               top_paths: int = 1, merge_repeated: bool = True, mask_index: int = 0) -> tuple:
+def ctc_decode(inputs: Any, sequence_lengths: TensorLike, strategy: str = "greedy",
+               beam_width: int = 100, top_paths: int = 1, merge_repeated: bool = True,
+               mask_index: int = 0) -> tuple:
     """Greedy CTC decoding: the best class per step, repeats merged (unless
     ``merge_repeated=False``) and blanks (``mask_index``) removed.
 

@@ -8,12 +8,14 @@ float-only math on integers returns float32.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 import layerkit as lk
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, DTypeLike, ShapeLike, TensorLike
 from layerkit.keras_ops import _prims as P
 from layerkit.keras_ops._prims import FLOATX, axes_arg, axis_one, dtype_arg, floating, t
 
@@ -58,7 +60,13 @@ def _kw_axis(axis):
 
 
 # ---- elementwise: unary ----------------------------------------------------------------
-def _named(name: str, fn: Callable, doc: str, args: str = "x") -> Callable:
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: the signatures the factories below give their ops.
+Unary = Callable[[TensorLike], Tensor]
+Binary = Callable[[TensorLike, TensorLike], Tensor]
+
+
+def _named(name: str, fn: _F, doc: str, args: str = "x") -> _F:
     """``fn`` named ``name`` with a docstring (the factories below make many ops)."""
     fn.__name__ = fn.__qualname__ = name
     names = args.split(", ")
@@ -68,13 +76,18 @@ def _named(name: str, fn: Callable, doc: str, args: str = "x") -> Callable:
     return fn
 
 
-def _float_unary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x: fn(floating(x, name)),
-                  f"{doc} (integer and bool inputs give float32)")
+def _float_unary(name: str, fn: Callable, doc: str) -> Unary:
+    def op(x: TensorLike) -> Tensor:
+        return fn(floating(x, name))
+
+    return _named(name, op, f"{doc} (integer and bool inputs give float32)")
 
 
-def _keep_unary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x: fn(t(x)), f"{doc} (keeps the input dtype)")
+def _keep_unary(name: str, fn: Callable, doc: str) -> Unary:
+    def op(x: TensorLike) -> Tensor:
+        return fn(t(x))
+
+    return _named(name, op, f"{doc} (keeps the input dtype)")
 
 
 _LN2 = float(np.log(2.0))
@@ -156,7 +169,7 @@ isneginf = _keep_unary("isneginf", lambda x: lk.logical_and(_isinf(x), x < 0),
                        "Whether x is -inf; bool")
 
 
-def trunc(x) -> Tensor:
+def trunc(x: TensorLike) -> Tensor:
     """Round towards zero (keeps the dtype; integers are returned as they are)."""
     x = t(x)
     if x.dtype.kind != "f":
@@ -164,7 +177,7 @@ def trunc(x) -> Tensor:
     return lk.where(x < 0, lk.ceil(x), lk.floor(x))
 
 
-def round(x, decimals: int = 0) -> Tensor:  # noqa: A001 - Keras's name
+def round(x: TensorLike, decimals: int = 0) -> Tensor:  # noqa: A001 - Keras's name
     """Round half to even to ``decimals`` places (integers unchanged when decimals >= 0)."""
     x = t(x)
     if x.dtype.kind in "iu":
@@ -178,12 +191,12 @@ def round(x, decimals: int = 0) -> Tensor:  # noqa: A001 - Keras's name
     return lk.round(x * f) / f
 
 
-def signbit(x) -> Tensor:
+def signbit(x: TensorLike) -> Tensor:
     """Whether the sign bit is set (true for -0.0 and negative values); bool."""
     return P.run("signbit", np.signbit, t(x))
 
 
-def isreal(x) -> Tensor:
+def isreal(x: TensorLike) -> Tensor:
     """Whether each element has a zero imaginary part (all true for real tensors)."""
     x = t(x)
     if x.dtype.kind == "c":
@@ -191,19 +204,19 @@ def isreal(x) -> Tensor:
     return lk.ones(x.shape, "bool")
 
 
-def real(x) -> Tensor:
+def real(x: TensorLike) -> Tensor:
     """The real part (the tensor itself for real input)."""
     x = t(x)
     return P.run("real", np.real, x) if x.dtype.kind == "c" else x
 
 
-def imag(x) -> Tensor:
+def imag(x: TensorLike) -> Tensor:
     """The imaginary part (zeros for real input)."""
     x = t(x)
     return P.run("imag", np.imag, x) if x.dtype.kind == "c" else lk.zeros_like(x)
 
 
-def conjugate(x) -> Tensor:
+def conjugate(x: TensorLike) -> Tensor:
     """Complex conjugate (the tensor itself for real input)."""
     x = t(x)
     return P.run("conj", np.conj, x) if x.dtype.kind == "c" else x
@@ -212,7 +225,7 @@ def conjugate(x) -> Tensor:
 conj = conjugate
 
 
-def angle(x) -> Tensor:
+def angle(x: TensorLike) -> Tensor:
     """The complex argument; for real input pi where x < 0, else 0 (float)."""
     x = t(x)
     if x.dtype.kind == "c":
@@ -221,7 +234,7 @@ def angle(x) -> Tensor:
     return lk.where(x < 0, float(np.pi), lk.zeros_like(x))
 
 
-def nan_to_num(x, nan: float = 0.0, posinf: float | None = None,
+def nan_to_num(x: TensorLike, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """NaN replaced by ``nan`` and infinities by ``posinf``/``neginf`` (default: the
     dtype's largest/smallest finite value)."""
@@ -246,14 +259,18 @@ def _operands(x1, x2):
     return P.promote([a, b])
 
 
-def _binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: fn(*_operands(x1, x2)),
-                  f"{doc} (broadcasting; Keras type promotion)", "x1, x2")
+def _binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return fn(*_operands(x1, x2))
+
+    return _named(name, op, f"{doc} (broadcasting; Keras type promotion)", "x1, x2")
 
 
-def _float_binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: fn(*P.float_pair(x1, x2)),
-                  f"{doc} (broadcasting; integers give float32)", "x1, x2")
+def _float_binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return fn(*P.float_pair(x1, x2))
+
+    return _named(name, op, f"{doc} (broadcasting; integers give float32)", "x1, x2")
 
 
 def _py_scalar(v) -> bool:
@@ -333,9 +350,11 @@ ldexp = _binary("ldexp", lambda a, b: lk.cast(a, FLOATX) * lk.pow(2.0, lk.cast(b
                 "x1 * 2 ** x2")
 
 
-def _bool_binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: fn(lk.cast(t(x1), "bool"), lk.cast(t(x2), "bool")),
-                  f"{doc}; inputs are read as bools", "x1, x2")
+def _bool_binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return fn(lk.cast(t(x1), "bool"), lk.cast(t(x2), "bool"))
+
+    return _named(name, op, f"{doc}; inputs are read as bools", "x1, x2")
 
 
 logical_and = _bool_binary("logical_and", lk.logical_and, "Elementwise and")
@@ -343,14 +362,16 @@ logical_or = _bool_binary("logical_or", lk.logical_or, "Elementwise or")
 logical_xor = _bool_binary("logical_xor", lk.not_equal, "Elementwise exclusive or")
 
 
-def logical_not(x) -> Tensor:
+def logical_not(x: TensorLike) -> Tensor:
     """Elementwise not; input read as bools."""
     return lk.logical_not(lk.cast(t(x), "bool"))
 
 
-def _np_binary(name: str, fn: Callable, doc: str) -> Callable:
-    return _named(name, lambda x1, x2: P.run(name, fn, t(x1), t(x2)),
-                  f"{doc} (no gradient)", "x1, x2")
+def _np_binary(name: str, fn: Callable, doc: str) -> Binary:
+    def op(x1: TensorLike, x2: TensorLike) -> Tensor:
+        return P.run(name, fn, t(x1), t(x2))
+
+    return _named(name, op, f"{doc} (no gradient)", "x1, x2")
 
 
 bitwise_and = _np_binary("bitwise_and", np.bitwise_and, "Bitwise and of integers")
@@ -365,7 +386,7 @@ lcm = _np_binary("lcm", np.lcm, "Least common multiple")
 nextafter = _np_binary("nextafter", np.nextafter, "Next float after x1 towards x2")
 
 
-def bitwise_invert(x) -> Tensor:
+def bitwise_invert(x: TensorLike) -> Tensor:
     """Bitwise not of integers (logical not of bools); no gradient."""
     return P.run("bitwise_invert", np.invert, t(x))
 
@@ -373,14 +394,14 @@ def bitwise_invert(x) -> Tensor:
 bitwise_not = bitwise_invert
 
 
-def divide_no_nan(x1, x2) -> Tensor:
+def divide_no_nan(x1: TensorLike, x2: TensorLike) -> Tensor:
     """x1 / x2, with 0 where x2 == 0 (integers give float32)."""
     a, b = P.float_pair(x1, x2)
     zero = lk.equal(b, 0.0)
     return lk.where(zero, 0.0, a / lk.where(zero, 1.0, b))
 
 
-def isclose(x1, x2, rtol: float = 1e-5, atol: float = 1e-8,
+def isclose(x1: TensorLike, x2: TensorLike, rtol: float = 1e-5, atol: float = 1e-8,
             equal_nan: bool = False) -> Tensor:
     """``|x1 - x2| <= atol + rtol * |x2|`` elementwise; bool."""
     a, b = P.float_pair(x1, x2)
@@ -391,13 +412,13 @@ def isclose(x1, x2, rtol: float = 1e-5, atol: float = 1e-8,
     return close
 
 
-def allclose(x1, x2, rtol: float = 1e-5, atol: float = 1e-8,
+def allclose(x1: TensorLike, x2: TensorLike, rtol: float = 1e-5, atol: float = 1e-8,
              equal_nan: bool = False) -> Tensor:
     """Whether ``isclose`` holds everywhere; a bool scalar tensor."""
     return lk.reduce_all(isclose(x1, x2, rtol, atol, equal_nan))
 
 
-def clip(x, x_min, x_max) -> Tensor:
+def clip(x: TensorLike, x_min: TensorLike, x_max: TensorLike) -> Tensor:
     """``x`` limited to ``[x_min, x_max]`` (bool input becomes int32)."""
     x = t(x)
     if x.dtype == bool:
@@ -405,7 +426,7 @@ def clip(x, x_min, x_max) -> Tensor:
     return lk.minimum(lk.maximum(x, x_min), x_max)
 
 
-def where(condition, x1=None, x2=None):
+def where(condition: TensorLike, x1: TensorLike | None = None, x2: TensorLike | None = None) -> Any:
     """``x1`` where ``condition`` else ``x2``; with one argument, ``nonzero(condition)``."""
     if x1 is None and x2 is None:
         return nonzero(condition)
@@ -414,7 +435,7 @@ def where(condition, x1=None, x2=None):
     return lk.where(lk.cast(t(condition), "bool"), *_operands(x1, x2))
 
 
-def select(condlist, choicelist, default=0) -> Tensor:
+def select(condlist: Any, choicelist: Any, default: int = 0) -> Tensor:
     """The first ``choicelist[i]`` whose ``condlist[i]`` holds, else ``default``."""
     if len(condlist) != len(choicelist):
         raise ValueError(f"keras_ops.select: condlist has {len(condlist)} entries and "
@@ -435,45 +456,45 @@ def _creation_dtype(dtype, default, who):
     return np.dtype(default) if d is None else d
 
 
-def zeros(shape, dtype=None) -> Tensor:
+def zeros(shape: int | ShapeLike, dtype: DTypeLike = None) -> Tensor:
     """Zeros of ``shape`` (float32 by default)."""
     return lk.zeros(_shape_tuple(shape), _creation_dtype(dtype, FLOATX, "zeros"))
 
 
-def ones(shape, dtype=None) -> Tensor:
+def ones(shape: int | ShapeLike, dtype: DTypeLike = None) -> Tensor:
     """Ones of ``shape`` (float32 by default)."""
     return lk.ones(_shape_tuple(shape), _creation_dtype(dtype, FLOATX, "ones"))
 
 
-def empty(shape, dtype=None) -> Tensor:
+def empty(shape: int | ShapeLike, dtype: DTypeLike = None) -> Tensor:
     """A tensor of ``shape`` (zeros: layerkit never exposes uninitialised memory)."""
     return zeros(shape, dtype)
 
 
-def full(shape, fill_value, dtype=None) -> Tensor:
+def full(shape: int | ShapeLike, fill_value: Any, dtype: DTypeLike = None) -> Tensor:
     """``shape`` filled with ``fill_value`` (float32 unless ``dtype`` says otherwise)."""
     d = _creation_dtype(dtype, FLOATX, "full")
     return lk.broadcast_to(lk.cast(t(fill_value), d), _shape_tuple(shape))
 
 
-def zeros_like(x, dtype=None) -> Tensor:
+def zeros_like(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """Zeros with the shape (and, unless ``dtype``, the dtype) of ``x``."""
     x = t(x)
     return lk.zeros(x.shape, dtype_arg(dtype, "zeros_like") or x.dtype)
 
 
-def ones_like(x, dtype=None) -> Tensor:
+def ones_like(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """Ones with the shape (and, unless ``dtype``, the dtype) of ``x``."""
     x = t(x)
     return lk.ones(x.shape, dtype_arg(dtype, "ones_like") or x.dtype)
 
 
-def empty_like(x, dtype=None) -> Tensor:
+def empty_like(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """Like ``zeros_like`` (layerkit never exposes uninitialised memory)."""
     return zeros_like(x, dtype)
 
 
-def full_like(x, fill_value, dtype=None) -> Tensor:
+def full_like(x: TensorLike, fill_value: Any, dtype: DTypeLike = None) -> Tensor:
     """``x``'s shape filled with ``fill_value`` (``x``'s dtype unless ``dtype``)."""
     x = t(x)
     d = dtype_arg(dtype, "full_like") or x.dtype
@@ -486,7 +507,8 @@ def _shape_tuple(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
-def arange(start, stop=None, step=None, dtype=None) -> Tensor:
+def arange(start: Any, stop: Any = None, step: int | None = None,
+           dtype: DTypeLike = None) -> Tensor:
     """``[start, stop)`` in steps of ``step``; int32 for ints, float32 otherwise."""
     if stop is None:
         start, stop = 0, start
@@ -500,8 +522,8 @@ def arange(start, stop=None, step=None, dtype=None) -> Tensor:
     return lk.constant(np.arange(*vals).astype(d))
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike = None, axis: int = 0) -> Any:
     """``num`` evenly spaced values from ``start`` to ``stop`` (``endpoint`` included
     by default); float32 unless ``dtype``. Array ``start``/``stop`` add an axis at
     ``axis``. Differentiable in ``start`` and ``stop``."""
@@ -529,8 +551,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     return (out, step) if retstep else out
 
 
-def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10, dtype=None,
-             axis: int = 0) -> Tensor:
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: int = 10,
+             dtype: DTypeLike = None, axis: int = 0) -> Tensor:
     """``base ** linspace(start, stop, ...)``."""
     y = linspace(start, stop, num, endpoint, axis=axis)
     out = lk.exp(y * float(np.log(base)))
@@ -538,7 +560,7 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10, dtype=N
     return lk.cast(out, d) if d is not None else out
 
 
-def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None,
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: DTypeLike = None,
               axis: int = 0) -> Tensor:
     """Geometric progression from ``start`` to ``stop`` (same sign, non-zero)."""
     a, b = P.float_pair(start, stop)
@@ -551,18 +573,18 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None,
     return lk.cast(out, d) if d is not None else out
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Tensor:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = None) -> Tensor:
     """An ``N x M`` matrix with ones on diagonal ``k``."""
     return lk.constant(np.eye(int(N), None if M is None else int(M), int(k),
                               dtype=_creation_dtype(dtype, FLOATX, "eye")))
 
 
-def identity(n: int, dtype=None) -> Tensor:
+def identity(n: int, dtype: DTypeLike = None) -> Tensor:
     """The ``n x n`` identity matrix."""
     return eye(n, dtype=dtype)
 
 
-def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Tensor:
+def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike = None) -> Tensor:
     """Ones at and below diagonal ``k`` of an ``N x M`` matrix."""
     return lk.constant(np.tri(int(N), None if M is None else int(M), int(k),
                               dtype=_creation_dtype(dtype, FLOATX, "tri")))
@@ -577,19 +599,19 @@ def _tri_mask(x: Tensor, k: int, lower: bool) -> np.ndarray:
     return mask if lower else ~np.tri(n, m, k - 1, dtype=bool)
 
 
-def tril(x, k: int = 0) -> Tensor:
+def tril(x: TensorLike, k: int = 0) -> Tensor:
     """``x`` with entries above diagonal ``k`` (of the last two axes) zeroed."""
     x = t(x)
     return lk.where(_tri_mask(x, int(k), True), x, lk.zeros_like(x))
 
 
-def triu(x, k: int = 0) -> Tensor:
+def triu(x: TensorLike, k: int = 0) -> Tensor:
     """``x`` with entries below diagonal ``k`` (of the last two axes) zeroed."""
     x = t(x)
     return lk.where(_tri_mask(x, int(k), False), x, lk.zeros_like(x))
 
 
-def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+def diagonal(x: TensorLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """The diagonal ``offset`` of the 2-D slices on ``axis1``/``axis2``, as the last axis."""
     x = t(x)
     a1, a2 = axis_one(axis1, x.ndim, "diagonal"), axis_one(axis2, x.ndim, "diagonal")
@@ -609,7 +631,7 @@ def diagonal(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     return lk.gather(flat, lk.constant((rows * m + cols).astype(np.int64)), axis=flat.ndim - 1)
 
 
-def diag(x, k: int = 0) -> Tensor:
+def diag(x: TensorLike, k: int = 0) -> Tensor:
     """1-D ``x``: a square matrix with ``x`` on diagonal ``k``; 2-D: that diagonal."""
     x = t(x)
     k = int(k)
@@ -623,12 +645,12 @@ def diag(x, k: int = 0) -> Tensor:
     return P.scatter_add(lk.constant(idx), x, (n, n))
 
 
-def diagflat(x, k: int = 0) -> Tensor:
+def diagflat(x: TensorLike, k: int = 0) -> Tensor:
     """``diag`` of the flattened ``x``."""
     return diag(ravel(x), k)
 
 
-def trace(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+def trace(x: TensorLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     """Sum along the diagonal ``offset`` (bool/int8/int16 sums as int32)."""
     d = diagonal(x, offset, axis1, axis2)
     if d.dtype.kind == "b" or (d.dtype.kind in "iu" and d.dtype.itemsize < 4):
@@ -636,7 +658,7 @@ def trace(x, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
     return lk.reduce_sum(d, axis=-1)
 
 
-def vander(x, N: int | None = None, increasing: bool = False) -> Tensor:
+def vander(x: TensorLike, N: int | None = None, increasing: bool = False) -> Tensor:
     """Vandermonde matrix of 1-D ``x``: columns are powers of ``x``."""
     x = t(x)
     if x.ndim != 1:
@@ -647,7 +669,7 @@ def vander(x, N: int | None = None, increasing: bool = False) -> Tensor:
     return lk.stack(cols, axis=1) if cols else lk.zeros((x.shape[0], 0), x.dtype)
 
 
-def meshgrid(*x, indexing: str = "xy") -> list:
+def meshgrid(*x: TensorLike, indexing: str = "xy") -> list:
     """Coordinate grids from 1-D vectors (``indexing`` "xy" or "ij")."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"keras_ops.meshgrid: indexing must be 'xy' or 'ij', "
@@ -667,9 +689,11 @@ def meshgrid(*x, indexing: str = "xy") -> list:
     return out
 
 
-def _window(name, fn):
-    return _named(name, lambda x: lk.constant(fn(int(x)).astype(FLOATX)),
-                  f"The {name} window of length ``x`` (float32)")
+def _window(name: str, fn: Callable) -> Callable[[int], Tensor]:
+    def op(x: int) -> Tensor:
+        return lk.constant(fn(int(x)).astype(FLOATX))
+
+    return _named(name, op, f"The {name} window of length ``x`` (float32)")
 
 
 bartlett = _window("bartlett", np.bartlett)
@@ -678,12 +702,12 @@ hamming = _window("hamming", np.hamming)
 hanning = _window("hanning", np.hanning)
 
 
-def kaiser(x, beta) -> Tensor:
+def kaiser(x: int, beta: float) -> Tensor:
     """The Kaiser window of length ``x`` with shape parameter ``beta`` (float32)."""
     return lk.constant(np.kaiser(int(x), float(beta)).astype(FLOATX))
 
 
-def i0(x) -> Tensor:
+def i0(x: TensorLike) -> Tensor:
     """Modified Bessel function of the first kind, order 0 (no gradient)."""
     return P.run("i0", np.i0, floating(x))
 
@@ -700,13 +724,14 @@ def _sum_dtype(x: Tensor) -> Tensor:
     return x
 
 
-def sum(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Sum over ``axis`` (None: all); bool and small ints sum as int32."""
     x = _sum_dtype(t(x))
     return lk.reduce_sum(x, axis=_red_axis(x, axis, "sum"), keepdims=keepdims)
 
 
-def prod(x, axis=None, keepdims: bool = False, dtype=None) -> Tensor:
+def prod(x: TensorLike, axis: AxisLike = None, keepdims: bool = False,
+         dtype: DTypeLike = None) -> Tensor:
     """Product over ``axis``; bool and small ints multiply as int32."""
     x = _sum_dtype(t(x))
     d = dtype_arg(dtype, "prod")
@@ -715,32 +740,34 @@ def prod(x, axis=None, keepdims: bool = False, dtype=None) -> Tensor:
     return lk.reduce_prod(x, axis=_red_axis(x, axis, "prod"), keepdims=keepdims)
 
 
-def mean(x, axis=None, keepdims: bool = False) -> Tensor:
+def mean(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Arithmetic mean over ``axis``; integers give float32."""
     x = floating(x)
     return lk.reduce_mean(x, axis=_red_axis(x, axis, "mean"), keepdims=keepdims)
 
 
-def var(x, axis=None, keepdims: bool = False) -> Tensor:
+def var(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Population variance over ``axis``; integers give float32."""
     x = floating(x)
     return lk.reduce_variance(x, axis=_red_axis(x, axis, "var"), keepdims=keepdims)
 
 
-def std(x, axis=None, keepdims: bool = False) -> Tensor:
+def std(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Population standard deviation over ``axis``; integers give float32."""
     x = floating(x)
     return lk.reduce_std(x, axis=_red_axis(x, axis, "std"), keepdims=keepdims)
 
 
-def max(x, axis=None, keepdims: bool = False, initial=None) -> Tensor:  # noqa: A001
+def max(x: TensorLike, axis: AxisLike = None, keepdims: bool = False,
+        initial: Any = None) -> Tensor:  # noqa: A001
     """Maximum over ``axis``; ``initial`` is included in the comparison."""
     x = t(x)
     out = lk.reduce_max(x, axis=_red_axis(x, axis, "max"), keepdims=keepdims)
     return out if initial is None else lk.maximum(out, lk.cast(t(initial), out.dtype))
 
 
-def min(x, axis=None, keepdims: bool = False, initial=None) -> Tensor:  # noqa: A001
+def min(x: TensorLike, axis: AxisLike = None, keepdims: bool = False,
+        initial: Any = None) -> Tensor:  # noqa: A001
     """Minimum over ``axis``; ``initial`` is included in the comparison."""
     x = t(x)
     out = lk.reduce_min(x, axis=_red_axis(x, axis, "min"), keepdims=keepdims)
@@ -751,30 +778,30 @@ amax = max
 amin = min
 
 
-def all(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def all(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Whether all entries over ``axis`` are true (non-zero)."""
     x = lk.cast(t(x), "bool")
     return lk.reduce_all(x, axis=_red_axis(x, axis, "all"), keepdims=keepdims)
 
 
-def any(x, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def any(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Whether any entry over ``axis`` is true (non-zero)."""
     x = lk.cast(t(x), "bool")
     return lk.reduce_any(x, axis=_red_axis(x, axis, "any"), keepdims=keepdims)
 
 
-def count_nonzero(x, axis=None) -> Tensor:
+def count_nonzero(x: TensorLike, axis: AxisLike = None) -> Tensor:
     """Number of non-zero entries over ``axis``; int32."""
     x = lk.cast(lk.not_equal(t(x), 0), _INT)
     return lk.reduce_sum(x, axis=_red_axis(x, axis, "count_nonzero"))
 
 
-def ptp(x, axis=None, keepdims: bool = False) -> Tensor:
+def ptp(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """max - min over ``axis``."""
     return max(x, axis, keepdims) - min(x, axis, keepdims)
 
 
-def average(x, axis=None, weights=None) -> Tensor:
+def average(x: TensorLike, axis: AxisLike = None, weights: TensorLike | None = None) -> Tensor:
     """Weighted mean over ``axis``; 1-D ``weights`` apply along ``axis``."""
     x = floating(x)
     if weights is None:
@@ -813,13 +840,13 @@ def _argext(x, axis, keepdims, fn, who):
     return out
 
 
-def argmax(x, axis=None, keepdims: bool = False) -> Tensor:
+def argmax(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Index of the largest value (first on ties); ``axis=None`` searches the flattened
     tensor; int32."""
     return _argext(x, axis, keepdims, lk.argmax, "argmax")
 
 
-def argmin(x, axis=None, keepdims: bool = False) -> Tensor:
+def argmin(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Index of the smallest value (first on ties); ``axis=None`` flattens; int32."""
     return _argext(x, axis, keepdims, lk.argmin, "argmin")
 
@@ -829,27 +856,27 @@ def _nan_fill(x, value):
     return lk.where(lk.isnan(x), value, x) if x.dtype.kind == "f" else x
 
 
-def nanargmax(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanargmax(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``argmax`` ignoring NaN."""
     return argmax(_nan_fill(x, -np.inf), axis, keepdims)
 
 
-def nanargmin(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanargmin(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``argmin`` ignoring NaN."""
     return argmin(_nan_fill(x, np.inf), axis, keepdims)
 
 
-def nansum(x, axis=None, keepdims: bool = False) -> Tensor:
+def nansum(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``sum`` treating NaN as 0."""
     return sum(_nan_fill(x, 0.0), axis, keepdims)
 
 
-def nanprod(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanprod(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``prod`` treating NaN as 1."""
     return prod(_nan_fill(x, 1.0), axis, keepdims)
 
 
-def nanmax(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanmax(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``max`` ignoring NaN (NaN where a slice is all NaN)."""
     x = t(x)
     out = max(_nan_fill(x, -np.inf), axis, keepdims)
@@ -858,7 +885,7 @@ def nanmax(x, axis=None, keepdims: bool = False) -> Tensor:
     return lk.where(all(isnan(x), axis, keepdims), float("nan"), out)
 
 
-def nanmin(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanmin(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``min`` ignoring NaN (NaN where a slice is all NaN)."""
     x = t(x)
     out = min(_nan_fill(x, np.inf), axis, keepdims)
@@ -872,13 +899,13 @@ def _nan_count(x, axis, keepdims):
     return sum(lk.cast(lk.logical_not(lk.isnan(x)), x.dtype), axis, keepdims)
 
 
-def nanmean(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanmean(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``mean`` ignoring NaN."""
     x = floating(x)
     return nansum(x, axis, keepdims) / _nan_count(x, axis, keepdims)
 
 
-def nanvar(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanvar(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``var`` ignoring NaN."""
     x = floating(x)
     m = nanmean(x, axis, True)
@@ -886,7 +913,7 @@ def nanvar(x, axis=None, keepdims: bool = False) -> Tensor:
     return sum(d * d, axis, keepdims) / _nan_count(x, axis, keepdims)
 
 
-def nanstd(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanstd(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``std`` ignoring NaN."""
     return lk.sqrt(nanvar(x, axis, keepdims))
 
@@ -900,22 +927,22 @@ def _cum(x, axis, dtype, fn, who):
     return fn(y, axis=ax)
 
 
-def cumsum(x, axis=None, dtype=None) -> Tensor:
+def cumsum(x: TensorLike, axis: AxisLike = None, dtype: DTypeLike = None) -> Tensor:
     """Cumulative sum along ``axis``; ``axis=None`` scans the flattened tensor."""
     return _cum(x, axis, dtype, lk.cumsum, "cumsum")
 
 
-def cumprod(x, axis=None, dtype=None) -> Tensor:
+def cumprod(x: TensorLike, axis: AxisLike = None, dtype: DTypeLike = None) -> Tensor:
     """Cumulative product along ``axis``; ``axis=None`` scans the flattened tensor."""
     return _cum(x, axis, dtype, lk.cumprod, "cumprod")
 
 
-def nancumsum(x, axis=None, dtype=None) -> Tensor:
+def nancumsum(x: TensorLike, axis: AxisLike = None, dtype: DTypeLike = None) -> Tensor:
     """``cumsum`` treating NaN as 0."""
     return cumsum(_nan_fill(x, 0.0), axis, dtype)
 
 
-def nancumprod(x, axis=None, dtype=None) -> Tensor:
+def nancumprod(x: TensorLike, axis: AxisLike = None, dtype: DTypeLike = None) -> Tensor:
     """``cumprod`` treating NaN as 1."""
     return cumprod(_nan_fill(x, 1.0), axis, dtype)
 
@@ -929,7 +956,7 @@ def _along_last(x: Tensor, axis, who: str):
     return P.moveaxis_to_end(x, ax), ax
 
 
-def argsort(x, axis=-1) -> Tensor:
+def argsort(x: TensorLike, axis: AxisLike = -1) -> Tensor:
     """Indices that sort ``x`` along ``axis`` (stable; ``None`` flattens); int32."""
     x = t(x)
     if x.ndim == 0:
@@ -939,7 +966,7 @@ def argsort(x, axis=-1) -> Tensor:
     return idx if ax is None else P.moveaxis_from_end(idx, ax)
 
 
-def sort(x, axis=-1) -> Tensor:
+def sort(x: TensorLike, axis: AxisLike = -1) -> Tensor:
     """``x`` sorted ascending along ``axis`` (``None`` flattens); differentiable."""
     x = t(x)
     if x.ndim == 0:
@@ -949,7 +976,7 @@ def sort(x, axis=-1) -> Tensor:
     return out if ax is None else P.moveaxis_from_end(out, ax)
 
 
-def argpartition(x, kth: int, axis: int = -1) -> Tensor:
+def argpartition(x: TensorLike, kth: int, axis: int = -1) -> Tensor:
     """Indices that put the ``kth`` smallest value at position ``kth`` along ``axis``,
     smaller values before it and larger after (order within each side unspecified)."""
     x = t(x)
@@ -1016,38 +1043,42 @@ def _quantile(x, q, axis, method, keepdims, nan: bool, who: str) -> Tensor:
     return out
 
 
-def quantile(x, q, axis=None, method: str = "linear", keepdims: bool = False) -> Tensor:
+def quantile(x: TensorLike, q: TensorLike, axis: AxisLike = None, method: str = "linear",
+             keepdims: bool = False) -> Tensor:
     """The ``q``-th quantile(s) (``q`` in [0, 1]) over ``axis``; a ``q`` array puts its
     shape first. ``method``: linear, lower, higher, midpoint, nearest."""
     return _quantile(x, q, axis, method, keepdims, False, "quantile")
 
 
-def percentile(x, q, axis=None, method: str = "linear", keepdims: bool = False) -> Tensor:
+def percentile(x: TensorLike, q: TensorLike, axis: AxisLike = None, method: str = "linear",
+               keepdims: bool = False) -> Tensor:
     """``quantile`` with ``q`` in percent."""
     return _quantile(x, t(q, FLOATX) / 100.0, axis, method, keepdims, False, "percentile")
 
 
-def nanquantile(x, q, axis=None, method: str = "linear", keepdims: bool = False) -> Tensor:
+def nanquantile(x: TensorLike, q: TensorLike, axis: AxisLike = None, method: str = "linear",
+                keepdims: bool = False) -> Tensor:
     """``quantile`` ignoring NaN."""
     return _quantile(x, q, axis, method, keepdims, True, "nanquantile")
 
 
-def nanpercentile(x, q, axis=None, method: str = "linear", keepdims: bool = False) -> Tensor:
+def nanpercentile(x: TensorLike, q: TensorLike, axis: AxisLike = None, method: str = "linear",
+                  keepdims: bool = False) -> Tensor:
     """``percentile`` ignoring NaN."""
     return _quantile(x, t(q, FLOATX) / 100.0, axis, method, keepdims, True, "nanpercentile")
 
 
-def median(x, axis=None, keepdims: bool = False) -> Tensor:
+def median(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Median over ``axis`` (mean of the middle two for even counts); float."""
     return _quantile(x, 0.5, axis, "linear", keepdims, False, "median")
 
 
-def nanmedian(x, axis=None, keepdims: bool = False) -> Tensor:
+def nanmedian(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``median`` ignoring NaN."""
     return _quantile(x, 0.5, axis, "linear", keepdims, True, "nanmedian")
 
 
-def searchsorted(sorted_sequence, values, side: str = "left") -> Tensor:
+def searchsorted(sorted_sequence: TensorLike, values: Any, side: str = "left") -> Tensor:
     """Insertion indices of ``values`` into the 1-D ``sorted_sequence``; int32."""
     if side not in ("left", "right"):
         raise ValueError(f"keras_ops.searchsorted: side must be 'left' or 'right', "
@@ -1060,12 +1091,13 @@ def searchsorted(sorted_sequence, values, side: str = "left") -> Tensor:
         np.int32), s, t(values), side=side)
 
 
-def digitize(x, bins) -> Tensor:
+def digitize(x: TensorLike, bins: TensorLike) -> Tensor:
     """Index of the bin of each value of ``x`` (NumPy's ``digitize``); int32."""
     return P.run("digitize", lambda a, b: np.digitize(a, b).astype(np.int32), t(x), t(bins))
 
 
-def bincount(x, weights=None, minlength: int = 0, sparse: bool = False) -> Tensor:
+def bincount(x: TensorLike, weights: TensorLike | None = None, minlength: int = 0,
+             sparse: bool = False) -> Tensor:
     """Counts (or summed ``weights``) of each non-negative integer in ``x`` (1-D, or
     2-D counted per row). Differentiable in ``weights``."""
     if sparse:
@@ -1088,7 +1120,7 @@ def bincount(x, weights=None, minlength: int = 0, sparse: bool = False) -> Tenso
     return P.scatter_add(idx, w, (x.shape[0], n))
 
 
-def histogram(x, bins: int = 10, range=None) -> tuple:  # noqa: A002
+def histogram(x: TensorLike, bins: int = 10, range: Any = None) -> tuple:  # noqa: A002
     """``(counts, bin_edges)`` of 1-D ``x`` in ``bins`` equal bins (NumPy's rule)."""
     def fwd(a, bins, rng):
         c, e = np.histogram(a, bins=bins, range=rng)
@@ -1097,9 +1129,9 @@ def histogram(x, bins: int = 10, range=None) -> tuple:  # noqa: A002
     return P.run("histogram", fwd, t(x), num_outputs=2, bins=int(bins), rng=rng)
 
 
-def unique(x, sorted: bool = True, return_index: bool = False,  # noqa: A002
-           return_inverse: bool = False, return_counts: bool = False, axis=None,
-           size=None, fill_value=None):
+def unique(x: TensorLike, sorted: bool = True, return_index: bool = False,  # noqa: A002
+           return_inverse: bool = False, return_counts: bool = False, axis: int | None = None,
+           size: Any = None, fill_value: Any = None) -> Any:
     """Sorted unique values of ``x`` (flattened unless ``axis``), optionally with the
     first indices, inverse indices and counts (int32), NumPy's order of outputs.
     ``size`` pads (with ``fill_value``, default the smallest value) or truncates."""
@@ -1137,7 +1169,7 @@ def unique(x, sorted: bool = True, return_index: bool = False,  # noqa: A002
     return res if nout == 1 else tuple(res)
 
 
-def nonzero(x) -> tuple:
+def nonzero(x: TensorLike) -> tuple:
     """Indices of the non-zero entries, one int32 tensor per axis."""
     x = t(x)
     nd = builtins.max(x.ndim, 1)
@@ -1150,13 +1182,14 @@ def nonzero(x) -> tuple:
     return tuple(out) if nd > 1 else (out,)
 
 
-def isin(x1, x2, assume_unique: bool = False, invert: bool = False) -> Tensor:
+def isin(x1: TensorLike, x2: TensorLike, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
     """Whether each element of ``x1`` occurs in ``x2``; bool."""
     return P.run("isin", lambda a, b, invert: np.isin(a, b, invert=invert), t(x1), t(x2),
                  invert=bool(invert))
 
 
-def unravel_index(indices, shape) -> tuple:
+def unravel_index(indices: TensorLike, shape: Sequence[int]) -> tuple:
     """Flat ``indices`` as a tuple of coordinate tensors for ``shape``."""
     idx = t(indices)
     out = []
@@ -1169,27 +1202,27 @@ def unravel_index(indices, shape) -> tuple:
 
 
 # ---- shapes ---------------------------------------------------------------------------------
-def reshape(x, newshape) -> Tensor:
+def reshape(x: TensorLike, newshape: Any) -> Tensor:
     """``x`` with shape ``newshape`` (one ``-1`` allowed)."""
     return lk.reshape(t(x), [int(d) for d in _shape_tuple(newshape)])
 
 
-def ravel(x) -> Tensor:
+def ravel(x: TensorLike) -> Tensor:
     """``x`` flattened to 1-D."""
     return lk.reshape(t(x), [-1])
 
 
-def ndim(x) -> int:
+def ndim(x: TensorLike) -> int:
     """Rank of ``x``."""
     return t(x).ndim
 
 
-def size(x) -> int:
+def size(x: TensorLike) -> int:
     """Number of elements of ``x``."""
     return int(np.prod(t(x).shape, dtype=np.int64))
 
 
-def expand_dims(x, axis) -> Tensor:
+def expand_dims(x: TensorLike, axis: AxisLike) -> Tensor:
     """``x`` with new length-1 axes at ``axis`` (an int or a tuple of ints)."""
     x = t(x)
     if isinstance(axis, (list, tuple)):
@@ -1201,7 +1234,7 @@ def expand_dims(x, axis) -> Tensor:
     return lk.expand_dims(x, axis_one(axis, x.ndim + 1, "expand_dims"))
 
 
-def squeeze(x, axis=None) -> Tensor:
+def squeeze(x: TensorLike, axis: AxisLike = None) -> Tensor:
     """``x`` without the length-1 axes ``axis`` (all of them when None)."""
     x = t(x)
     ax = axes_arg(axis, x.ndim, "squeeze")
@@ -1213,7 +1246,7 @@ def squeeze(x, axis=None) -> Tensor:
     return lk.squeeze(x, None if ax is None else list(ax))
 
 
-def transpose(x, axes=None) -> Tensor:
+def transpose(x: TensorLike, axes: Any = None) -> Tensor:
     """``x`` with its axes permuted (reversed when ``axes`` is None)."""
     x = t(x)
     if axes is None:
@@ -1221,7 +1254,7 @@ def transpose(x, axes=None) -> Tensor:
     return lk.transpose(x, [axis_one(a, x.ndim, "transpose") for a in axes])
 
 
-def swapaxes(x, axis1: int, axis2: int) -> Tensor:
+def swapaxes(x: TensorLike, axis1: int, axis2: int) -> Tensor:
     """``x`` with ``axis1`` and ``axis2`` exchanged."""
     x = t(x)
     perm = list(builtins.range(x.ndim))
@@ -1230,7 +1263,7 @@ def swapaxes(x, axis1: int, axis2: int) -> Tensor:
     return lk.transpose(x, perm)
 
 
-def moveaxis(x, source, destination) -> Tensor:
+def moveaxis(x: TensorLike, source: Any, destination: Any) -> Tensor:
     """``x`` with axes ``source`` moved to ``destination`` (ints or sequences)."""
     x = t(x)
     src = list(axes_arg(source, x.ndim, "moveaxis"))
@@ -1244,7 +1277,7 @@ def moveaxis(x, source, destination) -> Tensor:
     return lk.transpose(x, order)
 
 
-def broadcast_to(x, shape) -> Tensor:
+def broadcast_to(x: TensorLike, shape: ShapeLike) -> Tensor:
     """``x`` broadcast to ``shape``."""
     return lk.broadcast_to(t(x), _shape_tuple(shape))
 
@@ -1257,7 +1290,7 @@ def _common(xs) -> list:
     return [v if v.dtype == dt else lk.cast(v, dt) for v in ts]
 
 
-def concatenate(xs, axis: int | None = 0) -> Tensor:
+def concatenate(xs: TensorLike, axis: int | None = 0) -> Tensor:
     """Join tensors along an existing ``axis`` (``None``: flatten them first)."""
     ts = _common(xs)
     if axis is None:
@@ -1265,30 +1298,30 @@ def concatenate(xs, axis: int | None = 0) -> Tensor:
     return lk.concat(ts, axis_one(axis, ts[0].ndim, "concatenate"))
 
 
-def append(x1, x2, axis: int | None = None) -> Tensor:
+def append(x1: TensorLike, x2: TensorLike, axis: int | None = None) -> Tensor:
     """``x2`` appended to ``x1`` along ``axis`` (flattened when None)."""
     return concatenate([x1, x2], axis)
 
 
-def stack(x, axis: int = 0) -> Tensor:
+def stack(x: TensorLike, axis: int = 0) -> Tensor:
     """Join tensors along a new ``axis``."""
     ts = _common(x)
     return lk.stack(ts, axis_one(axis, ts[0].ndim + 1, "stack"))
 
 
-def hstack(xs) -> Tensor:
+def hstack(xs: TensorLike) -> Tensor:
     """Concatenate along axis 1 (axis 0 for 1-D tensors)."""
     ts = _common(xs)
     return lk.concat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
-def vstack(xs) -> Tensor:
+def vstack(xs: TensorLike) -> Tensor:
     """Concatenate along axis 0, 1-D tensors as rows."""
     ts = [lk.reshape(v, [1, -1]) if v.ndim < 2 else v for v in _common(xs)]
     return lk.concat(ts, 0)
 
 
-def dstack(xs) -> Tensor:
+def dstack(xs: TensorLike) -> Tensor:
     """Concatenate along axis 2 (1-D and 2-D tensors get length-1 axes first)."""
     out = []
     for v in _common(xs):
@@ -1333,32 +1366,32 @@ def _split(x, indices_or_sections, axis, even, who) -> list:
     return out
 
 
-def split(x, indices_or_sections, axis: int = 0) -> list:
+def split(x: TensorLike, indices_or_sections: Any, axis: int = 0) -> list:
     """Split ``x`` into equal sections (an int) or at the given indices along ``axis``."""
     return _split(x, indices_or_sections, axis, True, "split")
 
 
-def array_split(x, indices_or_sections, axis: int = 0) -> list:
+def array_split(x: TensorLike, indices_or_sections: Any, axis: int = 0) -> list:
     """``split`` allowing unequal sections (the first ones one longer)."""
     return _split(x, indices_or_sections, axis, False, "array_split")
 
 
-def hsplit(x, indices_or_sections) -> list:
+def hsplit(x: TensorLike, indices_or_sections: Any) -> list:
     """``split`` along axis 1 (axis 0 for 1-D)."""
     return split(x, indices_or_sections, 0 if t(x).ndim == 1 else 1)
 
 
-def vsplit(x, indices_or_sections) -> list:
+def vsplit(x: TensorLike, indices_or_sections: Any) -> list:
     """``split`` along axis 0."""
     return split(x, indices_or_sections, 0)
 
 
-def dsplit(x, indices_or_sections) -> list:
+def dsplit(x: TensorLike, indices_or_sections: Any) -> list:
     """``split`` along axis 2."""
     return split(x, indices_or_sections, 2)
 
 
-def tile(x, repeats) -> Tensor:
+def tile(x: TensorLike, repeats: Any) -> Tensor:
     """``x`` repeated ``repeats`` times per axis (NumPy's rule for mismatched ranks)."""
     x = t(x)
     reps = list(_shape_tuple(repeats))
@@ -1368,7 +1401,7 @@ def tile(x, repeats) -> Tensor:
     return lk.tile(x, reps)
 
 
-def repeat(x, repeats, axis: int | None = None) -> Tensor:
+def repeat(x: TensorLike, repeats: Any, axis: int | None = None) -> Tensor:
     """Each element repeated ``repeats`` times along ``axis`` (flattened when None);
     ``repeats`` an int or one count per element."""
     x = t(x)
@@ -1382,25 +1415,25 @@ def repeat(x, repeats, axis: int | None = None) -> Tensor:
     return lk.gather(x, lk.constant(idx.astype(np.int64)), axis=ax)
 
 
-def flip(x, axis=None) -> Tensor:
+def flip(x: TensorLike, axis: AxisLike = None) -> Tensor:
     """``x`` reversed along ``axis`` (all axes when None)."""
     x = t(x)
-    ax = axes_arg(axis, x.ndim, "flip")
-    ax = list(builtins.range(x.ndim)) if ax is None else list(ax)
+    axes = axes_arg(axis, x.ndim, "flip")
+    ax = list(builtins.range(x.ndim)) if axes is None else list(axes)
     return lk.reverse(x, ax) if ax else x
 
 
-def fliplr(x) -> Tensor:
+def fliplr(x: TensorLike) -> Tensor:
     """``x`` reversed along axis 1."""
     return flip(x, 1)
 
 
-def flipud(x) -> Tensor:
+def flipud(x: TensorLike) -> Tensor:
     """``x`` reversed along axis 0."""
     return flip(x, 0)
 
 
-def rot90(array, k: int = 1, axes=(0, 1)) -> Tensor:
+def rot90(array: TensorLike, k: int = 1, axes: Any = (0, 1)) -> Tensor:
     """``array`` rotated by 90 degrees ``k`` times in the plane of ``axes``."""
     x = t(array)
     a, b = (axis_one(v, x.ndim, "rot90") for v in axes)
@@ -1416,7 +1449,7 @@ def rot90(array, k: int = 1, axes=(0, 1)) -> Tensor:
     return flip(swapaxes(x, a, b), b)
 
 
-def roll(x, shift, axis=None) -> Tensor:
+def roll(x: TensorLike, shift: Any, axis: AxisLike = None) -> Tensor:
     """``x`` shifted cyclically by ``shift`` along ``axis`` (flattened when None)."""
     x = t(x)
     if axis is None:
@@ -1433,7 +1466,8 @@ def roll(x, shift, axis=None) -> Tensor:
     return x
 
 
-def pad(x, pad_width, mode: str = "constant", constant_values=None) -> Tensor:
+def pad(x: TensorLike, pad_width: Any, mode: str = "constant",
+        constant_values: Any = None) -> Tensor:
     """``x`` padded by ``pad_width`` (per-axis ``(before, after)``, or one pair / int for
     all axes). ``mode``: constant, edge, reflect, symmetric, wrap."""
     x = t(x)
@@ -1454,18 +1488,18 @@ def pad(x, pad_width, mode: str = "constant", constant_values=None) -> Tensor:
     return x
 
 
-def copy(x) -> Tensor:
+def copy(x: TensorLike) -> Tensor:
     """A copy of ``x`` (Tensors are immutable, so the same values)."""
     x = t(x)
     return lk.reshape(x, x.shape)
 
 
-def array(x, dtype=None) -> Tensor:
+def array(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """``x`` as a Tensor (``convert_to_tensor``)."""
     return t(x, dtype_arg(dtype, "array"))
 
 
-def view(x, dtype=None) -> Tensor:
+def view(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """The bytes of ``x`` reinterpreted as ``dtype`` (no gradient)."""
     d = dtype_arg(dtype, "view")
     x = t(x)
@@ -1474,7 +1508,7 @@ def view(x, dtype=None) -> Tensor:
     return P.run("view", lambda a, d: np.ascontiguousarray(a).view(d), x, d=d)
 
 
-def get_item(x, key) -> Tensor:
+def get_item(x: TensorLike, key: TensorLike) -> Tensor:
     """``x[key]``."""
     return t(x)[key]
 
@@ -1483,7 +1517,7 @@ def _wrap_index(idx: Tensor, n: int) -> Tensor:
     return lk.where(idx < 0, idx + n, idx)
 
 
-def take(x, indices, axis: int | None = None) -> Tensor:
+def take(x: TensorLike, indices: TensorLike, axis: int | None = None) -> Tensor:
     """Elements of ``x`` at ``indices`` along ``axis`` (flattened when None; negative
     indices count from the end)."""
     x = t(x)
@@ -1497,7 +1531,7 @@ def take(x, indices, axis: int | None = None) -> Tensor:
     return lk.gather(x, _wrap_index(idx, x.shape[ax]), axis=ax)
 
 
-def take_along_axis(x, indices, axis: int | None = None) -> Tensor:
+def take_along_axis(x: TensorLike, indices: TensorLike, axis: int | None = None) -> Tensor:
     """``x`` gathered along ``axis`` with ``indices`` of the same rank (other axes
     broadcast); ``axis=None`` uses the flattened ``x`` and ``indices``."""
     x = t(x)
@@ -1520,7 +1554,7 @@ def take_along_axis(x, indices, axis: int | None = None) -> Tensor:
     return P.take_along(x, idx, ax)
 
 
-def diff(a, n: int = 1, axis: int = -1) -> Tensor:
+def diff(a: TensorLike, n: int = 1, axis: int = -1) -> Tensor:
     """The ``n``-th discrete difference along ``axis``."""
     x = t(a)
     ax = axis_one(axis, x.ndim, "diff")
@@ -1537,7 +1571,7 @@ def diff(a, n: int = 1, axis: int = -1) -> Tensor:
 
 
 # ---- products --------------------------------------------------------------------------------
-def matmul(x1, x2) -> Tensor:
+def matmul(x1: TensorLike, x2: TensorLike) -> Tensor:
     """Matrix product with NumPy's rules (1-D operands promoted then squeezed)."""
     a, b = _common([x1, x2])
     if a.ndim == 0 or b.ndim == 0:
@@ -1563,7 +1597,7 @@ def matmul(x1, x2) -> Tensor:
     return out
 
 
-def dot(x1, x2) -> Tensor:
+def dot(x1: TensorLike, x2: TensorLike) -> Tensor:
     """NumPy's ``dot``: products for scalars, matmul for 1-D/2-D, otherwise a sum over
     the last axis of ``x1`` and the second-to-last of ``x2``."""
     a, b = _common([x1, x2])
@@ -1574,13 +1608,13 @@ def dot(x1, x2) -> Tensor:
     return lk.tensordot(a, b, [[a.ndim - 1], [builtins.max(b.ndim - 2, 0)]])
 
 
-def vdot(x1, x2) -> Tensor:
+def vdot(x1: TensorLike, x2: TensorLike) -> Tensor:
     """Dot product of the flattened inputs."""
     a, b = _common([x1, x2])
     return lk.reduce_sum(lk.reshape(a, [-1]) * lk.reshape(b, [-1]))
 
 
-def inner(x1, x2) -> Tensor:
+def inner(x1: TensorLike, x2: TensorLike) -> Tensor:
     """Sum product over the last axes of ``x1`` and ``x2``."""
     a, b = _common([x1, x2])
     if a.ndim == 0 or b.ndim == 0:
@@ -1588,25 +1622,25 @@ def inner(x1, x2) -> Tensor:
     return lk.tensordot(a, b, [[a.ndim - 1], [b.ndim - 1]])
 
 
-def outer(x1, x2) -> Tensor:
+def outer(x1: TensorLike, x2: TensorLike) -> Tensor:
     """Outer product of the flattened inputs."""
     a, b = _common([x1, x2])
     return lk.reshape(a, [-1, 1]) * lk.reshape(b, [1, -1])
 
 
-def tensordot(x1, x2, axes=2) -> Tensor:
+def tensordot(x1: TensorLike, x2: TensorLike, axes: Any = 2) -> Tensor:
     """Sum product over the last ``axes`` of ``x1`` and first of ``x2`` (or the given
     pairs of axis lists)."""
     a, b = _common([x1, x2])
     return lk.tensordot(a, b, axes)
 
 
-def einsum(subscripts: str, *operands, **kwargs) -> Tensor:
+def einsum(subscripts: str, *operands: Any, **kwargs: Any) -> Tensor:
     """Einstein summation over ``operands`` as described by ``subscripts``."""
     return lk.einsum(subscripts, *_common(operands))
 
 
-def kron(x1, x2) -> Tensor:
+def kron(x1: TensorLike, x2: TensorLike) -> Tensor:
     """Kronecker product."""
     a, b = _common([x1, x2])
     nd = builtins.max(a.ndim, b.ndim)
@@ -1617,7 +1651,7 @@ def kron(x1, x2) -> Tensor:
     return lk.reshape(ai * bi, [p * q for p, q in zip(a.shape, b.shape)])
 
 
-def cross(x1, x2, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+def cross(x1: TensorLike, x2: TensorLike, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Tensor:
     """Cross product of 3-vectors (or 2-vectors, giving the z component) along the
     given axes."""
@@ -1641,7 +1675,7 @@ def cross(x1, x2, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     return moveaxis(out, -1, axisc)
 
 
-def correlate(x1, x2, mode: str = "valid") -> Tensor:
+def correlate(x1: TensorLike, x2: TensorLike, mode: str = "valid") -> Tensor:
     """Cross-correlation of two 1-D sequences (``mode``: valid, same, full)."""
     a, b = _common([x1, x2])
     if a.ndim != 1 or b.ndim != 1:
@@ -1663,7 +1697,7 @@ def correlate(x1, x2, mode: str = "valid") -> Tensor:
     return lk.reduce_sum(windows * b, axis=1)
 
 
-def corrcoef(x) -> Tensor:
+def corrcoef(x: TensorLike) -> Tensor:
     """Pearson correlation coefficients of the rows of ``x``."""
     x = floating(x)
     if x.ndim == 1:
@@ -1674,7 +1708,8 @@ def corrcoef(x) -> Tensor:
     return cov / (lk.reshape(d, [-1, 1]) * lk.reshape(d, [1, -1]))
 
 
-def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1) -> Tensor:
+def trapezoid(y: TensorLike, x: TensorLike | None = None, dx: float = 1.0,
+              axis: int = -1) -> Tensor:
     """Integral of ``y`` along ``axis`` by the trapezoidal rule."""
     y = floating(y)
     ax = axis_one(axis, y.ndim, "trapezoid")
@@ -1693,7 +1728,7 @@ def trapezoid(y, x=None, dx: float = 1.0, axis: int = -1) -> Tensor:
     return lk.reduce_sum(avg * d, axis=ax)
 
 
-def vectorize(pyfunc: Callable, *, excluded=None, signature=None) -> Callable:
+def vectorize(pyfunc: Callable, *, excluded: Any = None, signature: Any = None) -> Callable:
     """``pyfunc`` applied elementwise over broadcast tensor arguments (a Python loop).
 
     Only ``signature=None`` is supported: ``pyfunc`` maps scalars to scalars.

@@ -5,6 +5,9 @@ explicit ``mask`` that excludes positions from the normalisation.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from layerkit import initializers, regularizers
@@ -31,7 +34,7 @@ class _Elementwise(Layer):
     supports_masking = True
     _cast_int_inputs = True  # float math: integer inputs become the layer's float dtype
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
 
@@ -54,13 +57,14 @@ class ReLU(_Elementwise):
 
     _cast_int_inputs = False  # (Keras: relu of integers stays integer)
 
-    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs) -> None:
+    def __init__(self, max_value: float | None = None, negative_slope: float = 0.0,
+                 threshold: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_value = _non_negative("ReLU", "max_value", max_value, none_ok=True)
         self.negative_slope = _non_negative("ReLU", "negative_slope", negative_slope)
         self.threshold = _non_negative("ReLU", "threshold", threshold)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         slope, top, thr = self.negative_slope, self.max_value, self.threshold
         if slope and top is None and not thr:
             return _nn.leaky_relu(inputs, slope)
@@ -85,13 +89,13 @@ class LeakyReLU(_Elementwise):
             accepted as an alias.
     """
 
-    def __init__(self, negative_slope=0.3, **kwargs) -> None:
+    def __init__(self, negative_slope: float = 0.3, **kwargs: Any) -> None:
         if "alpha" in kwargs:
             negative_slope = kwargs.pop("alpha")
         super().__init__(**kwargs)
         self.negative_slope = _non_negative("LeakyReLU", "negative_slope", negative_slope)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return _nn.leaky_relu(inputs, self.negative_slope)
 
     def get_config(self) -> dict:
@@ -111,8 +115,8 @@ class PReLU(_Elementwise):
     Weights: ``alpha`` of the input's sample shape, with 1 on the shared axes.
     """
 
-    def __init__(self, alpha_initializer="Zeros", alpha_regularizer=None,
-                 alpha_constraint=None, shared_axes=None, **kwargs) -> None:
+    def __init__(self, alpha_initializer: str = "Zeros", alpha_regularizer: Any = None,
+                 alpha_constraint: Any = None, shared_axes: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.alpha_initializer = initializers.get(alpha_initializer)
         self.alpha_regularizer = regularizers.get(alpha_regularizer)
@@ -123,7 +127,7 @@ class PReLU(_Elementwise):
             axes = shared_axes if isinstance(shared_axes, (list, tuple)) else [shared_axes]
             self.shared_axes = [int(a) for a in axes]
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         rank = len(input_shape)
         shared = self.shared_axes or []
         if any(not 1 <= a < rank for a in shared):
@@ -139,7 +143,7 @@ class PReLU(_Elementwise):
         self.input_spec = InputSpec(ndim=rank, axes={i: input_shape[i] for i in range(1, rank)
                                                      if i not in shared})
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         neg = _nn.relu(_ew.negative(inputs))
         return _ew.subtract(_nn.relu(inputs), _ew.multiply(self.alpha, neg))
 
@@ -157,11 +161,11 @@ class ELU(_Elementwise):
         alpha: the scale of the negative part (default 1.0).
     """
 
-    def __init__(self, alpha: float = 1.0, **kwargs) -> None:
+    def __init__(self, alpha: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.alpha = float(alpha)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return _nn.elu(inputs, self.alpha)
 
     def get_config(self) -> dict:
@@ -184,11 +188,11 @@ class Softmax(_Elementwise):
         array([[0.5, 0.5, 0. ]], dtype=float32)
     """
 
-    def __init__(self, axis=-1, **kwargs) -> None:
+    def __init__(self, axis: int | Sequence[int] = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = axis if isinstance(axis, int) else [int(a) for a in axis]
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         if mask is not None:
             mask = self._check_mask(inputs, mask)
             inputs = _ew.where(mask, inputs, -1e9)

@@ -1,38 +1,43 @@
 """Activation lookup: Keras names (``'relu'``, ``'softmax'``, ...) to layerkit functions."""
 from __future__ import annotations
 
+from typing import Any
+
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
 
 __all__ = ["get", "serialize", "linear"]
 
 
-def linear(x):
+def linear(x: TensorLike) -> Any:
     """The identity activation."""
     return x
 
 
-def softsign(x):
+def softsign(x: TensorLike) -> Tensor:
     """``x / (1 + |x|)``."""
     return _ew.divide(x, _ew.add(_ew.abs(x), 1.0))
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x: TensorLike) -> Tensor:
     """Keras 3's piecewise-linear sigmoid: ``relu6(x + 3) / 6``."""
     return _ew.divide(_nn.relu6(_ew.add(x, 3.0)), 6.0)
 
 
-def hard_silu(x):
+def hard_silu(x: TensorLike) -> Tensor:
     """``x * hard_sigmoid(x)`` (Keras's ``hard_silu`` / ``hard_swish``)."""
     return _ew.multiply(x, hard_sigmoid(x))
 
 
-def mish(x):
+def mish(x: TensorLike) -> Tensor:
     """``x * tanh(softplus(x))``."""
     return _ew.multiply(x, _ew.tanh(_nn.softplus(x)))
 
 
-def keras_relu(x, negative_slope: float = 0.0, max_value=None, threshold: float = 0.0):
+def keras_relu(x: TensorLike, negative_slope: float = 0.0, max_value: float | None = None,
+               threshold: float = 0.0) -> Tensor:
     """Keras's ``relu(x, negative_slope=0.0, max_value=None, threshold=0.0)``: ``x`` above
     ``threshold``, ``negative_slope * (x - threshold)`` below it, capped at ``max_value``."""
     if not negative_slope and max_value is None and not threshold:
@@ -46,12 +51,12 @@ def keras_relu(x, negative_slope: float = 0.0, max_value=None, threshold: float 
     return above
 
 
-def keras_leaky_relu(x, negative_slope: float = 0.2):
+def keras_leaky_relu(x: TensorLike, negative_slope: float = 0.2) -> Tensor:
     """Keras's ``leaky_relu(x, negative_slope=0.2)``."""
     return _nn.leaky_relu(x, alpha=negative_slope)
 
 
-def keras_elu(x, alpha: float = 1.0):
+def keras_elu(x: TensorLike, alpha: float = 1.0) -> Tensor:
     """Keras's ``elu(x, alpha=1.0)``."""
     return _nn.elu(x, alpha=alpha)
 
@@ -72,7 +77,7 @@ def _names() -> dict:
     }
 
 
-def get(identifier):
+def get(identifier: Any) -> Any:
     """The activation function for a name, a config dict, a callable, or None (linear).
 
     Names are Keras's; a name that is not built in is looked up among the registered
@@ -103,7 +108,7 @@ def get(identifier):
     raise ValueError(f"cannot interpret {identifier!r} as an activation")
 
 
-def serialize(fn):
+def serialize(fn: Any) -> Any:
     """The Keras name of a built-in activation, else Keras's config of the function or
     object (``lk.saving.serialize_keras_object``)."""
     fn = _KERAS_FORMS.get(fn, fn)

@@ -8,10 +8,12 @@ masked-out positions have probability exactly 0 (a row masked entirely gives zer
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from layerkit import constraints, initializers, regularizers
+from layerkit._core.tensor import Tensor
 from layerkit.layers.core import SeededLayer
 from layerkit.layers.layer import Layer, get_keras_mask, set_keras_mask
 from layerkit.primitives import array as _array
@@ -96,11 +98,11 @@ class MultiHeadAttention(Layer):
     supports_masking = True
 
     def __init__(self, num_heads: int, key_dim: int, value_dim: int | None = None,
-                 dropout: float = 0.0, use_bias: bool = True, output_shape=None,
-                 attention_axes=None, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, seed: int | None = None,
-                 **kwargs) -> None:
+                 dropout: float = 0.0, use_bias: bool = True, output_shape: Any = None,
+                 attention_axes: Any = None, kernel_initializer: Any = "glorot_uniform",
+                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if attention_axes not in (None, 1, (1,), [1]):
             raise NotImplementedError("MultiHeadAttention: only attention over axis 1 "
@@ -131,7 +133,7 @@ class MultiHeadAttention(Layer):
                             constraint=self.bias_constraint) if self.use_bias else None
         return k, b
 
-    def build(self, query_shape, value_shape, key_shape=None) -> None:
+    def build(self, query_shape: Any, value_shape: Any, key_shape: Any = None) -> None:
         key_shape = value_shape if key_shape is None else key_shape
         for what, s in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
             if len(s) != 3 or s[-1] is None:
@@ -154,9 +156,10 @@ class MultiHeadAttention(Layer):
             y = _ew.add(y, _array.reshape(bias, (h * e,)))
         return _array.transpose(_array.reshape(y, (b, n, h, e)), (0, 2, 1, 3))
 
-    def call(self, query, value, key=None, query_mask=None, value_mask=None, key_mask=None,
-             attention_mask=None, return_attention_scores: bool = False, training=None,
-             use_causal_mask: bool = False):
+    def call(self, query: Tensor, value: Tensor, key: Tensor | None = None, query_mask: Any = None,
+             value_mask: Any = None, key_mask: Any = None, attention_mask: Any = None,
+             return_attention_scores: bool = False, training: bool | None = None,
+             use_causal_mask: bool = False) -> Any:
         key = value if key is None else key
         b, t, _ = query.shape
         s = value.shape[1]
@@ -275,7 +278,7 @@ class Attention(SeededLayer):
     _cast_int_inputs = True
 
     def __init__(self, use_scale: bool = False, score_mode: str = "dot",
-                 dropout: float = 0.0, seed: int | None = None, **kwargs) -> None:
+                 dropout: float = 0.0, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if score_mode not in ("dot", "concat"):
             raise ValueError(f"{type(self).__name__}: `score_mode` must be 'dot' or 'concat'; "
@@ -297,7 +300,7 @@ class Attention(SeededLayer):
                              f"value_mask]; received {mask!r}")
         return list(inputs)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self._check(input_shape)
         self.scale = self.add_weight("scale", (), "ones") if self.use_scale else None
         self.concat_score_weight = self.add_weight("concat_score_weight", (), "ones") \
@@ -314,8 +317,8 @@ class Attention(SeededLayer):
         return _ew.multiply(self.concat_score_weight,
                             _reduce.reduce_sum(_ew.tanh(pairs), axis=-1))
 
-    def call(self, inputs, mask=None, training=None, return_attention_scores: bool = False,
-             use_causal_mask: bool = False):
+    def call(self, inputs: Any, mask: Any = None, training: bool | None = None,
+             return_attention_scores: bool = False, use_causal_mask: bool = False) -> Any:
         q, v, *rest = self._check(inputs, mask)
         k = rest[0] if rest else v
         q_mask, v_mask = (mask[0], mask[1]) if mask else (None, None)
@@ -336,7 +339,7 @@ class Attention(SeededLayer):
             out = _ew.where(_array.expand_dims(_as_bool(q_mask), -1), out, 0.0)
         return (out, weights) if return_attention_scores else out
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The query's mask (None without one)."""
         if not mask or mask[0] is None:
             return None
@@ -365,11 +368,11 @@ class AdditiveAttention(Attention):
         (2, 3, 4)
     """
 
-    def __init__(self, use_scale: bool = True, dropout: float = 0.0, **kwargs) -> None:
+    def __init__(self, use_scale: bool = True, dropout: float = 0.0, **kwargs: Any) -> None:
         kwargs.pop("score_mode", None)
         super().__init__(use_scale=use_scale, dropout=dropout, **kwargs)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self._check(input_shape)
         self.scale = self.add_weight("scale", (input_shape[0][-1],), "glorot_uniform") \
             if self.use_scale else None

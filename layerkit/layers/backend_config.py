@@ -2,7 +2,10 @@
 the default ``data_format`` of spatial layers (``lk.keras.backend`` sets them)."""
 from __future__ import annotations
 
-_SETTINGS = {"floatx": "float32", "image_data_format": "channels_last", "epsilon": 1e-7}
+from typing import Any
+
+_SETTINGS: dict[str, Any] = {"floatx": "float32", "image_data_format": "channels_last",
+                             "epsilon": 1e-7}
 _FLOATS = ("float16", "float32", "float64")
 _FORMATS = ("channels_last", "channels_first")
 

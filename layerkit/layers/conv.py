@@ -9,6 +9,8 @@ last and its output back (the Keras result, at the cost of two copies).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from layerkit.layers import activations
 from layerkit.layers.backend_config import image_data_format
@@ -105,11 +107,13 @@ class _Conv(Layer):
     kernel_name = "kernel"
     causal_ok = False  # Conv1D accepts padding='causal'
 
-    def __init__(self, kernel_size, strides=1, padding="valid", data_format=None,
-                 dilation_rate=1, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs) -> None:
+    def __init__(self, kernel_size: int | Sequence[int], strides: int | Sequence[int] = 1,
+                 padding: str = "valid", data_format: str | None = None,
+                 dilation_rate: int | Sequence[int] = 1, activation: str | Callable | None = None,
+                 use_bias: bool = True, kernel_initializer: Any = "glorot_uniform",
+                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 bias_constraint: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         cls, n = type(self).__name__, self.rank
         self.kernel_size = ntuple(cls, "kernel_size", kernel_size, n)
@@ -154,7 +158,7 @@ class _Conv(Layer):
             y = _ew.add(y, self.bias)
         return self.activation(y)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return from_channels_last(self._forward(to_channels_last(inputs, self.data_format)),
                                   self.data_format)
 
@@ -171,9 +175,11 @@ class _Conv(Layer):
 class _ConvND(_Conv):
     """Conv1D/2D/3D: ``filters`` outputs, ``groups`` channel groups."""
 
-    def __init__(self, filters: int, kernel_size, strides=1, padding="valid", data_format=None,
-                 dilation_rate=1, groups: int = 1, activation=None, use_bias: bool = True,
-                 **kwargs) -> None:
+    def __init__(self, filters: int, kernel_size: int | Sequence[int],
+                 strides: int | Sequence[int] = 1, padding: str = "valid",
+                 data_format: str | None = None, dilation_rate: int | Sequence[int] = 1,
+                 groups: int = 1, activation: str | Callable | None = None, use_bias: bool = True,
+                 **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, **kwargs)
         cls = type(self).__name__
@@ -185,7 +191,7 @@ class _ConvND(_Conv):
                              f"filters={self.filters}")
         self._no_strided_dilation()
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         channels = self._channels(input_shape)
         if channels % self.groups:
             raise ValueError(f"{type(self).__name__} '{self.name}': the number of input "
@@ -221,9 +227,11 @@ def transpose_output_length(n: int, k: int, padding: str, output_padding, stride
 class _ConvTranspose(_Conv):
     """Conv1DTranspose/2D/3D: the gradient of a convolution with respect to its input."""
 
-    def __init__(self, filters: int, kernel_size, strides=1, padding="valid",
-                 output_padding=None, data_format=None, dilation_rate=1, activation=None,
-                 use_bias: bool = True, **kwargs) -> None:
+    def __init__(self, filters: int, kernel_size: int | Sequence[int],
+                 strides: int | Sequence[int] = 1, padding: str = "valid",
+                 output_padding: Any = None, data_format: str | None = None,
+                 dilation_rate: int | Sequence[int] = 1, activation: str | Callable | None = None,
+                 use_bias: bool = True, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, **kwargs)
         cls = type(self).__name__
@@ -237,7 +245,7 @@ class _ConvTranspose(_Conv):
                              f"output_padding={self.output_padding}, strides={self.strides}")
         self._no_strided_dilation()
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self._make_weights(input_shape, self.kernel_size + (self.filters,
                                                             self._channels(input_shape)),
                            self.filters)
@@ -261,11 +269,13 @@ class _ConvTranspose(_Conv):
 class _DepthwiseConv(_Conv):
     """DepthwiseConv1D/2D: each input channel gets ``depth_multiplier`` filters."""
 
-    def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier: int = 1,
-                 data_format=None, dilation_rate=1, activation=None, use_bias: bool = True,
-                 depthwise_initializer="glorot_uniform", bias_initializer="zeros",
-                 depthwise_regularizer=None, bias_regularizer=None, depthwise_constraint=None,
-                 bias_constraint=None, **kwargs) -> None:
+    def __init__(self, kernel_size: int | Sequence[int], strides: int | Sequence[int] = 1,
+                 padding: str = "valid", depth_multiplier: int = 1, data_format: str | None = None,
+                 dilation_rate: int | Sequence[int] = 1, activation: str | Callable | None = None,
+                 use_bias: bool = True, depthwise_initializer: Any = "glorot_uniform",
+                 bias_initializer: Any = "zeros", depthwise_regularizer: Any = None,
+                 bias_regularizer: Any = None, depthwise_constraint: Any = None,
+                 bias_constraint: Any = None, **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, depthwise_initializer, bias_initializer,
                          depthwise_regularizer, bias_regularizer, depthwise_constraint,
@@ -273,7 +283,7 @@ class _DepthwiseConv(_Conv):
         self.depth_multiplier = ntuple(type(self).__name__, "depth_multiplier",
                                        depth_multiplier, 1)[0]
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         c = self._channels(input_shape)
         self._make_weights(input_shape, self.kernel_size + (c, self.depth_multiplier),
                            c * self.depth_multiplier)

@@ -6,6 +6,9 @@ checks, the channels-first transpose path, padding) is in ``conv.py``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from layerkit import constraints, initializers, regularizers
 from layerkit.layers import activations
 from layerkit.layers.conv import _Conv, _ConvND, _ConvTranspose, _DepthwiseConv, ntuple
@@ -88,9 +91,12 @@ class Conv3DTranspose(_ConvTranspose):
 
     rank = 3
 
-    def __init__(self, filters: int, kernel_size, strides=(1, 1, 1), padding="valid",
-                 data_format=None, output_padding=None, dilation_rate=(1, 1, 1),
-                 activation=None, use_bias: bool = True, **kwargs) -> None:
+    def __init__(self, filters: int, kernel_size: int | Sequence[int],
+                 strides: int | Sequence[int] = (1, 1, 1), padding: str = "valid",
+                 data_format: str | None = None, output_padding: Any = None,
+                 dilation_rate: int | Sequence[int] = (1, 1, 1),
+                 activation: str | Callable | None = None, use_bias: bool = True,
+                 **kwargs: Any) -> None:
         super().__init__(filters, kernel_size, strides, padding, output_padding, data_format,
                          dilation_rate, activation, use_bias, **kwargs)
 
@@ -110,13 +116,16 @@ class _SeparableConv(_Conv):
     """Depthwise convolution (``depth_multiplier`` filters per channel) then a pointwise
     (1x...x1) convolution to ``filters`` channels, then bias and activation."""
 
-    def __init__(self, filters: int, kernel_size, strides=1, padding="valid",
-                 data_format=None, dilation_rate=1, depth_multiplier: int = 1,
-                 activation=None, use_bias: bool = True,
-                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
-                 bias_initializer="zeros", depthwise_regularizer=None,
-                 pointwise_regularizer=None, bias_regularizer=None, depthwise_constraint=None,
-                 pointwise_constraint=None, bias_constraint=None, **kwargs) -> None:
+    def __init__(self, filters: int, kernel_size: int | Sequence[int],
+                 strides: int | Sequence[int] = 1, padding: str = "valid",
+                 data_format: str | None = None, dilation_rate: int | Sequence[int] = 1,
+                 depth_multiplier: int = 1, activation: str | Callable | None = None,
+                 use_bias: bool = True, depthwise_initializer: Any = "glorot_uniform",
+                 pointwise_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
+                 depthwise_regularizer: Any = None, pointwise_regularizer: Any = None,
+                 bias_regularizer: Any = None, depthwise_constraint: Any = None,
+                 pointwise_constraint: Any = None, bias_constraint: Any = None,
+                 **kwargs: Any) -> None:
         super().__init__(kernel_size, strides, padding, data_format, dilation_rate, activation,
                          use_bias, depthwise_initializer, bias_initializer,
                          depthwise_regularizer, bias_regularizer, depthwise_constraint,
@@ -128,7 +137,7 @@ class _SeparableConv(_Conv):
         self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
         self.pointwise_constraint = constraints.get(pointwise_constraint)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         c = self._channels(input_shape)
         self.depthwise_kernel = self.add_weight(
             "depthwise_kernel", self.kernel_size + (c, self.depth_multiplier),

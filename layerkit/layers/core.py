@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from layerkit import constraints, initializers, regularizers
 from layerkit._core.op import Op, apply
+from layerkit._core.types import DTypeLike, ShapeLike
 from layerkit.layers import activations
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer, enable_masks
@@ -92,10 +95,10 @@ class Dense(Layer):
     _cast_int_inputs = True
     supports_masking = True
 
-    def __init__(self, units: int, activation=None, use_bias: bool = True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs) -> None:
+    def __init__(self, units: int, activation: str | Callable | None = None, use_bias: bool = True,
+                 kernel_initializer: Any = "glorot_uniform", bias_initializer: Any = "zeros",
+                 kernel_regularizer: Any = None, bias_regularizer: Any = None,
+                 kernel_constraint: Any = None, bias_constraint: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.units = _positive_int("Dense", "units", units)
         kernel_bias_options(self, activation, use_bias, kernel_initializer, bias_initializer,
@@ -103,7 +106,7 @@ class Dense(Layer):
                             bias_constraint)
         self.input_spec = InputSpec(min_ndim=2)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         in_dim = input_shape[-1]
         if in_dim is None:
             raise ValueError(f"Dense '{self.name}': the last dimension of the input must be "
@@ -111,7 +114,7 @@ class Dense(Layer):
         add_kernel_bias(self, "kernel", (in_dim, self.units), self.units)
         self.input_spec = InputSpec(min_ndim=2, axes={-1: in_dim})
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         # One fused record (matmul + bias + ReLU; ops/linalg.py fused_matmul), called
         # directly: the input spec already checked the last dimension.
         act = self.activation
@@ -142,11 +145,11 @@ class Activation(Layer):
 
     supports_masking = True
 
-    def __init__(self, activation, **kwargs) -> None:
+    def __init__(self, activation: str | Callable | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return self.activation(inputs)
 
     def get_config(self) -> dict:
@@ -156,12 +159,12 @@ class Activation(Layer):
 class Flatten(Layer):
     """Flattens every dimension but the batch: ``(batch, ...) -> (batch, prod(...))``."""
 
-    def __init__(self, data_format: str | None = None, **kwargs) -> None:
+    def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.data_format = data_format
         self.input_spec = InputSpec(min_ndim=1)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         shape = inputs.shape
         return _array.reshape(inputs, (shape[0], math.prod(shape[1:])))
 
@@ -175,11 +178,11 @@ class Reshape(Layer):
     Input shape: ``(batch, ...)``. Output shape: ``(batch,) + target_shape``.
     """
 
-    def __init__(self, target_shape, **kwargs) -> None:
+    def __init__(self, target_shape: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         shape = inputs.shape
         n, known = math.prod(shape[1:]), math.prod(d for d in self.target_shape if d != -1)
         target = self.target_shape
@@ -224,14 +227,15 @@ class Dropout(SeededLayer):
 
     supports_masking = True
 
-    def __init__(self, rate: float, noise_shape=None, seed: int | None = None, **kwargs):
+    def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not 0 <= rate < 1:
             raise ValueError(f"Dropout: `rate` must be in [0, 1), received rate={rate}")
         self.rate, self.noise_shape = float(rate), noise_shape
         self._set_seed(seed)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         if not training or self.rate == 0:
             return inputs
         # The layer's own stream (or None: the global one) is drawn from when the mask
@@ -271,9 +275,9 @@ class Embedding(Layer):
     Weights: ``embeddings`` (input_dim, output_dim).
     """
 
-    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="uniform",
-                 embeddings_regularizer=None, embeddings_constraint=None,
-                 mask_zero: bool = False, **kwargs) -> None:
+    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer: Any = "uniform",
+                 embeddings_regularizer: Any = None, embeddings_constraint: Any = None,
+                 mask_zero: bool = False, **kwargs: Any) -> None:
         kwargs.pop("input_length", None)  # Keras 2 argument, not needed
         super().__init__(**kwargs)
         self.input_dim = _positive_int("Embedding", "input_dim", input_dim)
@@ -285,20 +289,20 @@ class Embedding(Layer):
         if self.mask_zero:
             enable_masks()
 
-    def build(self, input_shape=None) -> None:
+    def build(self, input_shape: Any = None) -> None:
         self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),
                                           self.embeddings_initializer,
                                           regularizer=self.embeddings_regularizer,
                                           constraint=self.embeddings_constraint)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         # The range check is a record on the indices: in a traced graph it runs per call.
         inputs = apply(_CHECK_INDICES, inputs, layer=self.name, input_dim=self.input_dim)
         if inputs.dtype.kind not in "iu":
             inputs = _ew.cast(inputs, "int64")
         return _array.gather(self.embeddings, inputs)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """``inputs != 0`` with ``mask_zero=True``, else None."""
         if not self.mask_zero:
             return None
@@ -317,10 +321,10 @@ class Identity(Layer):
 
     supports_masking = True
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return inputs
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
 
@@ -383,8 +387,8 @@ class Lambda(Layer):
         array([[3., 3.]], dtype=float32)
     """
 
-    def __init__(self, function, output_shape=None, mask=None, arguments=None,
-                 **kwargs) -> None:
+    def __init__(self, function: Callable, output_shape: Any = None, mask: Any = None,
+                 arguments: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not callable(function):
             raise TypeError(f"Lambda: `function` must be callable; received {function!r}")
@@ -401,7 +405,7 @@ class Lambda(Layer):
             params = {}
         self._fn_kwargs = [k for k in ("mask", "training") if k in params]
 
-    def call(self, inputs, mask=None, training=None):
+    def call(self, inputs: Any, mask: Any = None, training: bool | None = None) -> Any:
         kwargs = dict(self.arguments)
         if "mask" in self._fn_kwargs:
             kwargs["mask"] = mask
@@ -409,12 +413,12 @@ class Lambda(Layer):
             kwargs["training"] = training
         return self.function(inputs, **kwargs)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if callable(self.mask):
             return self.mask(inputs, mask)
         return self.mask
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         shape = self._output_shape
         if shape is None:
             return super().compute_output_shape(input_shape)
@@ -437,7 +441,7 @@ class Lambda(Layer):
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None,
-                    safe_mode=None) -> Lambda:
+                    safe_mode: bool | None = None) -> Lambda:
         """A Lambda from :meth:`get_config` (functions found by name; see the class).
 
         Raises:
@@ -475,9 +479,10 @@ class InputLayer(Layer):
         ValueError: neither or both of ``shape`` and ``batch_shape``, or unsupported args.
     """
 
-    def __init__(self, shape=None, batch_size=None, dtype=None, sparse=None,
-                 batch_shape=None, input_tensor=None, optional: bool = False,
-                 name: str | None = None, ragged=None, **kwargs) -> None:
+    def __init__(self, shape: int | ShapeLike | None = None, batch_size: Any = None,
+                 dtype: DTypeLike = None, sparse: Any = None, batch_shape: Any = None,
+                 input_tensor: Any = None, optional: bool = False, name: str | None = None,
+                 ragged: Any = None, **kwargs: Any) -> None:
         shape = kwargs.pop("input_shape", shape)
         batch_shape = kwargs.pop("batch_input_shape", batch_shape)
         if kwargs:
@@ -497,8 +502,8 @@ class InputLayer(Layer):
         elif batch_size is not None and batch_shape is not None:
             raise ValueError("InputLayer: pass only one of `batch_size` and `batch_shape`")
         elif shape is not None:
-            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-            batch_shape = (batch_size,) + shape
+            dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            batch_shape = (batch_size, *dims)
         batch_shape = tuple(None if d is None else int(d) for d in batch_shape)
         super().__init__(name=name, dtype=dtype or "float32")
         self._input_tensor = input_tensor if input_tensor is not None else \
@@ -515,7 +520,7 @@ class InputLayer(Layer):
         """The symbolic tensor this layer stands for."""
         return self._input_tensor
 
-    def call(self, inputs=None):
+    def call(self, inputs: Any = None) -> Any:
         return inputs
 
     def get_config(self) -> dict:

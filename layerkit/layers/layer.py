@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from layerkit._core import context as _context
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit._core.variable import Variable, replace_value
 from layerkit.checkpoint import trackable
 from layerkit.layers import input_spec as _spec
@@ -51,12 +53,12 @@ _MASK_INFO: dict = {}
 _MASKS = [False]
 
 
-def get_keras_mask(x):
+def get_keras_mask(x: TensorLike) -> Any:
     """The Keras mask attached to tensor ``x`` by the layer that produced it, or None."""
     return getattr(x, "_keras_mask", None) if isinstance(x, Tensor) else None
 
 
-def set_keras_mask(x, mask) -> None:
+def set_keras_mask(x: Tensor, mask: Any) -> None:
     """Attach ``mask`` (a boolean tensor, usually ``(batch, time)``) to tensor ``x``;
     layers that accept ``mask`` then receive it, as in Keras."""
     if mask is not None and not isinstance(mask, Tensor):
@@ -106,7 +108,7 @@ def _numeric_list(x) -> bool:
 
 def gather_losses(layers) -> list:
     """The ``losses`` of each layer in ``layers`` (not of their sublayers), in order."""
-    out = []
+    out: list[Any] = []
     for layer in layers:
         d = layer.__dict__
         if d["_eager_losses"]:
@@ -269,8 +271,8 @@ class Layer(Tracked):
             object.__setattr__(self, "_auto_config", _auto_config(cls, args, kwargs))
         return self
 
-    def __init__(self, name: str | None = None, trainable: bool = True, dtype=None,
-                 **kwargs) -> None:
+    def __init__(self, name: str | None = None, trainable: bool = True, dtype: DTypeLike = None,
+                 **kwargs: Any) -> None:
         d = self.__dict__
         unknown = [k for k in kwargs if k not in _SHAPE_KWARGS + ("activity_regularizer",)]
         if unknown:
@@ -318,7 +320,7 @@ class Layer(Tracked):
         return nodes[0]
 
     @property
-    def input(self):
+    def input(self) -> Any:
         """The symbolic input of this layer's first call in a functional graph (a list
         when that call took several), as Keras's ``layer.input``.
 
@@ -329,7 +331,7 @@ class Layer(Tracked):
         return inputs[0] if len(inputs) == 1 else list(inputs)
 
     @property
-    def output(self):
+    def output(self) -> Any:
         """The symbolic output of this layer's first call in a functional graph, as
         Keras's ``layer.output`` (``lk.Model(model.input, layer.output)`` extracts
         features).
@@ -339,8 +341,9 @@ class Layer(Tracked):
         """
         return self._first_node("output").outputs
 
-    def add_weight(self, name=None, shape=None, initializer=None, dtype=None,
-                   trainable: bool = True, regularizer=None, constraint=None) -> Variable:
+    def add_weight(self, name: str | None = None, shape: Sequence[int] | None = None,
+                   initializer: Any = None, dtype: DTypeLike = None, trainable: bool = True,
+                   regularizer: Any = None, constraint: Any = None) -> Variable:
         """Create a weight Variable owned by this layer (call it in __init__ or build).
 
         Keras 3's positional order ``add_weight(shape, initializer, dtype)`` works too.
@@ -413,7 +416,7 @@ class Layer(Tracked):
         """The values of :attr:`weights` as NumPy arrays (copies)."""
         return [v.numpy() for v in self.weights]  # Variable.numpy() is a copy
 
-    def set_weights(self, weights) -> None:
+    def set_weights(self, weights: Sequence[TensorLike]) -> None:
         """Assign :attr:`weights` from a list of arrays in :meth:`get_weights` order.
 
         Raises:
@@ -454,7 +457,7 @@ class Layer(Tracked):
         return int(sum(int(np.prod(v.shape)) for v in ws))
 
     # ---- losses --------------------------------------------------------------------
-    def add_loss(self, loss) -> None:
+    def add_loss(self, loss: Any) -> None:
         """Add a scalar loss; inside call() it lasts until the next outermost call."""
         if not _STACK:
             self._eager_losses.append(loss)
@@ -470,10 +473,10 @@ class Layer(Tracked):
         return gather_losses([self] + self.submodules)
 
     # ---- calling -------------------------------------------------------------------
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         """Create weights from ``input_shape`` (a tuple incl. the batch dim, or a list)."""
 
-    def call(self, *args, **kwargs):
+    def call(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"layer '{self.name}' ({type(self).__name__}) must "
                                   f"implement call()")
 
@@ -529,7 +532,7 @@ class Layer(Tracked):
                 self.call).parameters
         return accepts
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
         if "_tracked" not in d:
             raise RuntimeError(super_msg(self))
@@ -594,7 +597,7 @@ class Layer(Tracked):
         return outputs
 
     # ---- masks (Keras semantics) -------------------------------------------------------
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The mask(s) of this layer's outputs, given its inputs and their ``mask``.
 
         The default passes the input mask through; layers that change the time axis or
@@ -668,7 +671,7 @@ class Layer(Tracked):
         e._lk_layer = True
         return e
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         """Output shape(s) for ``input_shape`` (None for unknown dims), found by running
         the layer on small zero batches."""
         return _sym.output_shape(self, input_shape)
@@ -705,7 +708,7 @@ class Layer(Tracked):
         return config
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> Any:
         """Create a layer from :meth:`get_config`'s output (Keras 3's configs too).
 
         ``name``, ``trainable`` and ``dtype`` are set after construction when the

@@ -13,6 +13,8 @@ functional models, and traced train steps.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.layers.layer import Layer, enable_masks
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import reduce as _reduce
@@ -38,20 +40,20 @@ class Masking(Layer):
 
     supports_masking = True
 
-    def __init__(self, mask_value=0.0, **kwargs) -> None:
+    def __init__(self, mask_value: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.mask_value = mask_value
         enable_masks()
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return _reduce.reduce_any(_ew.not_equal(inputs, self.mask_value), axis=-1)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         keep = _reduce.reduce_any(_ew.not_equal(inputs, self.mask_value), axis=-1,
                                   keepdims=True)
         return _ew.where(keep, inputs, 0.0)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
     def get_config(self) -> dict:

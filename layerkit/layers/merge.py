@@ -8,6 +8,9 @@ has one.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from layerkit.layers.layer import _MASKS, Layer, get_keras_mask, set_keras_mask
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
@@ -30,6 +33,7 @@ def _or_masks(masks: list):
 class _Merge(Layer):
     supports_masking = True
     _min_inputs = 1
+    _merge: Callable[[list], Any]  # each subclass defines it
 
     def _check(self, inputs) -> list:
         n = self._min_inputs
@@ -40,7 +44,7 @@ class _Merge(Layer):
                              f"at least {n} tensor(s); received {got}")
         return list(inputs)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         xs = self._check(inputs)
         shapes = [tuple(x.shape) for x in xs]
         rank = max(len(s) for s in shapes)
@@ -57,7 +61,7 @@ class _Merge(Layer):
                              f"axis equal or 1); received shapes {shapes}")
         return self._merge(xs)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The OR of the input masks if every input has one, else None."""
         if mask is None or not isinstance(mask, (list, tuple)):
             return None
@@ -81,7 +85,8 @@ class _Merge(Layer):
         """``op`` over the inputs where an input's masked entries take the running
         result's value and vice versa; the output gets the OR of the masks when every
         input has one (Keras 3's Maximum and Minimum)."""
-        out, out_mask = None, None
+        out: Any = None
+        out_mask = None
         for x, m in zip(xs, self._full_masks(xs)):
             if out is None:
                 out, out_mask = x, m
@@ -176,11 +181,11 @@ class Concatenate(_Merge):
     must match. Masks: the output mask joins the input masks (all-true for unmasked
     inputs) and is reduced over the last axis, as in Keras."""
 
-    def __init__(self, axis: int = -1, **kwargs) -> None:
+    def __init__(self, axis: int = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = int(axis)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         xs = self._check(inputs)
         shapes = [tuple(x.shape) for x in xs]
         rank = len(shapes[0])
@@ -194,7 +199,7 @@ class Concatenate(_Merge):
                              f"except along axis {self.axis}; received shapes {shapes}")
         return _array.concat(xs, axis=axis)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if mask is None or not isinstance(mask, (list, tuple)) or all(m is None for m in mask):
             return None
         full = []
@@ -246,7 +251,7 @@ class Dot(_Merge):
 
     _min_inputs = 2
 
-    def __init__(self, axes, normalize: bool = False, **kwargs) -> None:
+    def __init__(self, axes: Any, normalize: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(axes, (list, tuple)):
             if len(axes) != 2 or not all(isinstance(a, int) for a in axes):
@@ -259,7 +264,7 @@ class Dot(_Merge):
         self.axes = axes
         self.normalize = bool(normalize)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         xs = self._check(inputs)
         if len(xs) != 2:
             raise ValueError(f"Dot '{self.name}' must be called on exactly 2 inputs; received "
@@ -278,7 +283,7 @@ class Dot(_Merge):
             y = _nn.l2_normalize(y, ay, epsilon=1e-14)
         return _batch_dot(x, y, ax, ay)
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> None:
         return None
 
     def get_config(self) -> dict:
@@ -286,41 +291,41 @@ class Dot(_Merge):
 
 
 # ---- functional forms (Keras: keras.layers.add(inputs, **kwargs), ...) --------------------
-def add(inputs, **kwargs):
+def add(inputs: Any, **kwargs: Any) -> Any:
     """``Add(**kwargs)(inputs)``."""
     return Add(**kwargs)(inputs)
 
 
-def subtract(inputs, **kwargs):
+def subtract(inputs: Any, **kwargs: Any) -> Any:
     """``Subtract(**kwargs)(inputs)``."""
     return Subtract(**kwargs)(inputs)
 
 
-def multiply(inputs, **kwargs):
+def multiply(inputs: Any, **kwargs: Any) -> Any:
     """``Multiply(**kwargs)(inputs)``."""
     return Multiply(**kwargs)(inputs)
 
 
-def average(inputs, **kwargs):
+def average(inputs: Any, **kwargs: Any) -> Any:
     """``Average(**kwargs)(inputs)``."""
     return Average(**kwargs)(inputs)
 
 
-def maximum(inputs, **kwargs):
+def maximum(inputs: Any, **kwargs: Any) -> Any:
     """``Maximum(**kwargs)(inputs)``."""
     return Maximum(**kwargs)(inputs)
 
 
-def minimum(inputs, **kwargs):
+def minimum(inputs: Any, **kwargs: Any) -> Any:
     """``Minimum(**kwargs)(inputs)``."""
     return Minimum(**kwargs)(inputs)
 
 
-def concatenate(inputs, axis: int = -1, **kwargs):
+def concatenate(inputs: Any, axis: int = -1, **kwargs: Any) -> Any:
     """``Concatenate(axis=axis, **kwargs)(inputs)``."""
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
-def dot(inputs, axes=-1, normalize: bool = False, **kwargs):
+def dot(inputs: Any, axes: Any = -1, normalize: bool = False, **kwargs: Any) -> Any:
     """``Dot(axes=axes, normalize=normalize, **kwargs)(inputs)``."""
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

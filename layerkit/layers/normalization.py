@@ -2,7 +2,11 @@
 UnitNormalization."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from layerkit import constraints, initializers, regularizers
+from layerkit._core.types import AxisLike
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
 from layerkit.primitives import array as _array
@@ -40,10 +44,11 @@ class _Norm(Layer):
     _cast_int_inputs = True
     supports_masking = True
 
-    def __init__(self, axis=-1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
-                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
-                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
-                 **kwargs) -> None:
+    def __init__(self, axis: int | Sequence[int] = -1, epsilon: float = 1e-3, center: bool = True,
+                 scale: bool = True, beta_initializer: Any = "zeros",
+                 gamma_initializer: Any = "ones", beta_regularizer: Any = None,
+                 gamma_regularizer: Any = None, beta_constraint: Any = None,
+                 gamma_constraint: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.axis = axis if isinstance(axis, int) else tuple(axis)
         self.epsilon, self.center, self.scale = float(epsilon), bool(center), bool(scale)
@@ -109,15 +114,15 @@ class BatchNormalization(_Norm):
     ``moving_variance`` (non-trainable), each of shape (features,).
     """
 
-    def __init__(self, axis=-1, momentum: float = 0.99, epsilon: float = 1e-3,
-                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
-                 **kwargs) -> None:
+    def __init__(self, axis: int | Sequence[int] = -1, momentum: float = 0.99,
+                 epsilon: float = 1e-3, moving_mean_initializer: Any = "zeros",
+                 moving_variance_initializer: Any = "ones", **kwargs: Any) -> None:
         super().__init__(axis=axis, epsilon=epsilon, **kwargs)
         self.momentum = float(momentum)
         self.moving_mean_initializer = initializers.get(moving_mean_initializer)
         self.moving_variance_initializer = initializers.get(moving_variance_initializer)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         shape = self._scale_offset(input_shape)
         self.moving_mean = self.add_weight("moving_mean", shape, self.moving_mean_initializer,
                                            trainable=False)
@@ -125,7 +130,7 @@ class BatchNormalization(_Norm):
                                                self.moving_variance_initializer, trainable=False)
         self._reduce_axes = tuple(a for a in range(len(input_shape)) if a not in self._norm_axes)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         if training and self.trainable:
             mean = _reduce.reduce_mean(inputs, axis=self._reduce_axes, keepdims=True)
             var = _reduce.reduce_mean(_ew.square(_ew.subtract(inputs, mean)),
@@ -164,10 +169,10 @@ class LayerNormalization(_Norm):
         [-0.9995, 0.9995]
     """
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self._scale_offset(input_shape)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         mean = _reduce.reduce_mean(inputs, axis=self._norm_axes, keepdims=True)
         centered = _ew.subtract(inputs, mean)
         var = _reduce.reduce_mean(_ew.square(centered), axis=self._norm_axes, keepdims=True)
@@ -203,7 +208,7 @@ class GroupNormalization(_Norm):
     """
 
     def __init__(self, groups: int = 32, axis: int = -1, epsilon: float = 1e-3,
-                 **kwargs) -> None:
+                 **kwargs: Any) -> None:
         if not isinstance(groups, int) or isinstance(groups, bool) or (
                 groups <= 0 and groups != -1):
             raise ValueError(f"GroupNormalization: `groups` must be a positive integer (or -1 "
@@ -213,7 +218,7 @@ class GroupNormalization(_Norm):
         super().__init__(axis=axis, epsilon=epsilon, **kwargs)
         self.groups = groups
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         rank = len(input_shape)
         if not -rank <= self.axis < rank or self.axis % rank == 0:
             raise ValueError(f"GroupNormalization '{self.name}': axis {self.axis} must be a "
@@ -231,7 +236,7 @@ class GroupNormalization(_Norm):
                              f"groups")
         self._scale_offset(input_shape)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         shape = inputs.shape
         a = self._norm_axes[0]
         grouped = shape[:a] + (self.groups, shape[a] // self.groups) + shape[a + 1:]
@@ -265,7 +270,7 @@ class UnitNormalization(Layer):
     _cast_int_inputs = True
     supports_masking = True
 
-    def __init__(self, axis=-1, **kwargs) -> None:
+    def __init__(self, axis: AxisLike = -1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if isinstance(axis, (list, tuple)):
             self.axis = [int(a) for a in axis]
@@ -275,7 +280,7 @@ class UnitNormalization(Layer):
             raise TypeError(f"UnitNormalization: `axis` must be an int or a list of ints; "
                             f"received axis={axis!r}")
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         rank = inputs.ndim
         axes = self.axis if isinstance(self.axis, list) else [self.axis]
         if any(not -rank <= a < rank for a in axes):
@@ -284,7 +289,7 @@ class UnitNormalization(Layer):
         # Keras: x * min(rsqrt(sum(x^2)), 1 / 1e-12)
         return _nn.l2_normalize(inputs, tuple(axes), epsilon=1e-24)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
     def get_config(self) -> dict:

@@ -6,6 +6,9 @@ in a mean. ``data_format='channels_first'`` pools through a transpose to channel
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from layerkit.layers.conv import (
     check_data_format,
     check_padding,
@@ -31,8 +34,9 @@ class _Pool(Layer):
     rank = 2
     kind = "max"
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, pool_size: int | Sequence[int] = 2,
+                 strides: int | Sequence[int] | None = None, padding: str = "valid",
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         cls, n = type(self).__name__, self.rank
         self.pool_size = ntuple(cls, "pool_size", pool_size, n)
@@ -42,7 +46,7 @@ class _Pool(Layer):
         self.data_format = check_data_format(cls, data_format)
         self.input_spec = InputSpec(ndim=n + 2)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         x = to_channels_last(inputs, self.data_format)
         pads = resolve_pads(self.padding, x.shape[1:-1], self.pool_size, self.strides,
                             (1,) * self.rank)
@@ -69,8 +73,9 @@ class MaxPooling1D(_Pool):
 
     rank = 1
 
-    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, pool_size: int | Sequence[int] = 2,
+                 strides: int | Sequence[int] | None = None, padding: str = "valid",
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
@@ -88,8 +93,9 @@ class MaxPooling2D(_Pool):
 
     rank = 2
 
-    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, pool_size: int | Sequence[int] = (2, 2),
+                 strides: int | Sequence[int] | None = None, padding: str = "valid",
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
@@ -99,8 +105,9 @@ class MaxPooling3D(_Pool):
 
     rank = 3
 
-    def __init__(self, pool_size=(2, 2, 2), strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, pool_size: int | Sequence[int] = (2, 2, 2),
+                 strides: int | Sequence[int] | None = None, padding: str = "valid",
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
@@ -108,8 +115,8 @@ class _AvgPool(_Pool):
     _cast_int_inputs = True
     kind = "avg"
 
-    def __init__(self, pool_size, strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, pool_size: int | Sequence[int], strides: int | Sequence[int] | None = None,
+                 padding: str = "valid", data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
@@ -128,8 +135,9 @@ class AveragePooling2D(_AvgPool):
 
     rank = 2
 
-    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, pool_size: int | Sequence[int] = (2, 2),
+                 strides: int | Sequence[int] | None = None, padding: str = "valid",
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(pool_size, strides, padding, data_format, **kwargs)
 
 
@@ -142,8 +150,10 @@ class AveragePooling3D(_AvgPool):
 
 class _GlobalPool(Layer):
     rank = 2
+    _reduce: Callable[..., Any]  # each subclass sets it
 
-    def __init__(self, data_format=None, keepdims: bool = False, **kwargs) -> None:
+    def __init__(self, data_format: str | None = None, keepdims: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.data_format = check_data_format(type(self).__name__, data_format)
         self.keepdims = bool(keepdims)
@@ -153,7 +163,7 @@ class _GlobalPool(Layer):
         first = 1 if self.data_format == "channels_last" else 2
         return tuple(range(first, first + self.rank))
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return self._reduce(inputs, axis=self._axes(), keepdims=self.keepdims)
 
     def get_config(self) -> dict:
@@ -180,7 +190,7 @@ class GlobalAveragePooling1D(_GlobalPool):
 
     _reduce = staticmethod(_reduce.reduce_mean)
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         if mask is None:
             return super().call(inputs)
         axis = self._axes()[0]

@@ -2,10 +2,14 @@
 TimeDistributed wrapper."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.nest import flatten
 from layerkit._core.nest import pack_sequence_as as pack_like
+from layerkit._core.types import TensorLike
 from layerkit._core.variable import Variable
 from layerkit.layers import symbolic as _sym
 from layerkit.layers.core import Activation, Dense, Embedding, Flatten
@@ -80,9 +84,9 @@ class RNN(Layer):
 
     supports_masking = True
 
-    def __init__(self, cell, return_sequences: bool = False, return_state: bool = False,
+    def __init__(self, cell: Any, return_sequences: bool = False, return_state: bool = False,
                  go_backwards: bool = False, stateful: bool = False, unroll: bool = False,
-                 zero_output_for_mask: bool = False, **kwargs) -> None:
+                 zero_output_for_mask: bool = False, **kwargs: Any) -> None:
         kwargs.pop("time_major", None)
         super().__init__(**kwargs)
         if isinstance(cell, (list, tuple)):
@@ -99,7 +103,7 @@ class RNN(Layer):
         # weight files or checkpoints): kept outside the tracked attributes.
         object.__setattr__(self, "states", None)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         if isinstance(self.cell, Layer) and not self.cell.built:
             self.cell.build((input_shape[0],) + tuple(input_shape[2:]))
         if not self.stateful:
@@ -119,7 +123,7 @@ class RNN(Layer):
                                            dtype=self._dtype) for t in flatten(init)])
         object.__setattr__(self, "states", states)
 
-    def reset_state(self, states=None) -> None:
+    def reset_state(self, states: Any = None) -> None:
         """Set the states of a stateful layer to zeros, or to ``states`` (Keras 3).
 
         Does nothing for a layer that keeps no states (not stateful, or not built yet).
@@ -183,7 +187,8 @@ class RNN(Layer):
         return [pack_like(s, [self._convert(t) for t in flatten(s)])
                 if isinstance(s, (list, tuple)) else self._convert(s) for s in states]
 
-    def call(self, inputs, initial_state=None, mask=None, training=None):
+    def call(self, inputs: Any, initial_state: Any = None, mask: Any = None,
+             training: bool | None = None) -> Any:
         cell = self.cell
         if inputs.shape[1] == 0:
             raise ValueError(f"RNN '{self.name}': the input has no time steps (shape "
@@ -254,7 +259,7 @@ class RNN(Layer):
             prev = out
         return _array.stack(outputs, axis=1) if self.return_sequences else outputs[-1], states
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The input mask for sequence outputs; None for the last output and states."""
         mask = _first_mask(mask)
         out = mask if self.return_sequences else None
@@ -272,7 +277,7 @@ class RNN(Layer):
         return config
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None):
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
         """A layer from :meth:`get_config` output (Keras's too); a custom cell class must
         be registered or given in ``custom_objects`` (as in Keras)."""
         from layerkit._core.serialization import init_kwargs
@@ -290,7 +295,7 @@ class _CellRNN(RNN):
 
     cell_class: type = SimpleRNNCell
 
-    def __init__(self, units: int, **kwargs) -> None:
+    def __init__(self, units: int, **kwargs: Any) -> None:
         layer_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _RNN_ARGS}
         cell = self.cell_class(units, dtype=layer_kwargs.get("dtype", "float32"), **kwargs)
         super().__init__(cell, **layer_kwargs)
@@ -363,8 +368,9 @@ class Bidirectional(Layer):
 
     supports_masking = True
 
-    def __init__(self, layer, merge_mode: str | None = "concat", weights=None,
-                 backward_layer=None, **kwargs) -> None:
+    def __init__(self, layer: RNN, merge_mode: str | None = "concat",
+                 weights: Sequence[TensorLike] | None = None, backward_layer: RNN | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(layer, RNN):
             raise ValueError(f"Bidirectional: `layer` must be an RNN layer; received {layer!r}")
@@ -389,7 +395,7 @@ class Bidirectional(Layer):
         config = {**layer.get_config(), "name": prefix + name, "go_backwards": go_backwards}
         return type(layer).from_config(config)
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self.forward_layer.build(input_shape)
         self.backward_layer.build(input_shape)
         if self._initial_weights is not None:
@@ -410,7 +416,8 @@ class Bidirectional(Layer):
 
     reset_states = reset_state
 
-    def call(self, inputs, initial_state=None, mask=None, training=None):
+    def call(self, inputs: Any, initial_state: Any = None, mask: Any = None,
+             training: bool | None = None) -> Any:
         fwd_state = bwd_state = None
         if initial_state is not None:
             half = len(initial_state) // 2
@@ -426,6 +433,7 @@ class Bidirectional(Layer):
             y, y_rev = y[0], y_rev[0]
         if self.return_sequences:
             y_rev = _array.reverse(y_rev, [1])
+        out: Any  # one tensor, or [forward, backward] for merge_mode=None
         if self.merge_mode == "concat":
             out = _array.concat([y, y_rev], axis=-1)
         elif self.merge_mode == "sum":
@@ -440,7 +448,7 @@ class Bidirectional(Layer):
             return (out if isinstance(out, list) else [out]) + states
         return out
 
-    def compute_mask(self, inputs, mask=None):
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """The input mask for sequence outputs (for both with ``merge_mode=None``)."""
         mask = _first_mask(mask)
         if not self.return_sequences:
@@ -453,7 +461,7 @@ class Bidirectional(Layer):
                 "backward_layer": layer_to_config(self.backward_layer)}
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None):
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
         """A layer from :meth:`get_config` output (Keras's too)."""
         from layerkit._core.serialization import init_kwargs
 
@@ -489,7 +497,7 @@ class TimeDistributed(Layer):
 
     supports_masking = True
 
-    def __init__(self, layer, **kwargs) -> None:
+    def __init__(self, layer: Layer, **kwargs: Any) -> None:
         if not isinstance(layer, Layer):
             raise ValueError(f"TimeDistributed: `layer` must be a Layer instance; received "
                              f"{layer!r}")
@@ -502,13 +510,13 @@ class TimeDistributed(Layer):
             raise ValueError(f"TimeDistributed '{self.name}': the input must have at least 3 "
                              f"dimensions (batch, time, ...); received shape {input_shape}")
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         self._check_rank(input_shape)
         if not self.layer.built:
             self.layer.build((input_shape[0],) + tuple(input_shape[2:]))
             self.layer.__dict__["built"] = True
 
-    def call(self, inputs, training=None, mask=None):
+    def call(self, inputs: Any, training: bool | None = None, mask: Any = None) -> Any:
         self._check_rank(tuple(inputs.shape))
         shape = inputs.shape
         b, t = shape[0], shape[1]
@@ -533,7 +541,7 @@ class TimeDistributed(Layer):
         return {**super().get_config(), "layer": layer_to_config(self.layer)}
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None):
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
         """A layer from :meth:`get_config` output (Keras's too)."""
         from layerkit._core.serialization import init_kwargs
 

@@ -17,9 +17,14 @@ None and :class:`~layerkit.layers.RNN` loops ``step``. Both paths compute the sa
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from layerkit import constraints, initializers, regularizers
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.layers import activations
 from layerkit.layers.layer import Layer, layer_from_config, layer_to_config
 from layerkit.primitives import array as _array
@@ -39,13 +44,16 @@ class _Cell(Layer):
     _cast_int_inputs = True
 
     gates = 1
+    step: Callable[..., Any]  # each cell defines its recurrence
 
-    def __init__(self, units: int, activation="tanh", use_bias: bool = True,
-                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
-                 bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, dropout: float = 0.0, recurrent_dropout: float = 0.0,
-                 seed: int | None = None, **kwargs) -> None:
+    def __init__(self, units: int, activation: str | Callable | None = "tanh",
+                 use_bias: bool = True, kernel_initializer: Any = "glorot_uniform",
+                 recurrent_initializer: Any = "orthogonal", bias_initializer: Any = "zeros",
+                 kernel_regularizer: Any = None, recurrent_regularizer: Any = None,
+                 bias_regularizer: Any = None, kernel_constraint: Any = None,
+                 recurrent_constraint: Any = None, bias_constraint: Any = None,
+                 dropout: float = 0.0, recurrent_dropout: float = 0.0, seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(units, int) or units <= 0:
             raise ValueError(f"{type(self).__name__}: `units` must be a positive int; received "
@@ -65,17 +73,17 @@ class _Cell(Layer):
         self.dropout, self.recurrent_dropout = min(1.0, dropout), min(1.0, recurrent_dropout)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
-        self._masks = [None, None]
+        self._masks: list[Tensor | None] = [None, None]
 
     @property
-    def state_size(self):
+    def state_size(self) -> Any:
         return self.units
 
     @property
     def output_size(self) -> int:
         return self.units
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         n = self.gates * self.units
         self.kernel = self.add_weight("kernel", (input_shape[-1], n), self.kernel_initializer,
                                       regularizer=self.kernel_regularizer,
@@ -112,7 +120,7 @@ class _Cell(Layer):
     def _input_bias(self):
         return self.bias
 
-    def project_inputs(self, inputs, training=None):
+    def project_inputs(self, inputs: Any, training: bool | None = None) -> Tensor:
         """``inputs @ kernel (+ bias)`` for a whole (batch, ..., features) input at once."""
         step = inputs[:, 0] if inputs.ndim == 3 else inputs
         dp = self._mask(0, step, self.dropout, training)
@@ -128,7 +136,7 @@ class _Cell(Layer):
         rdp = self._mask(1, h, self.recurrent_dropout, training)
         return _ew.multiply(h, rdp) if rdp is not None else h
 
-    def call(self, inputs, states, training=None):
+    def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         states = list(states) if isinstance(states, (list, tuple)) else [states]
         return self.step(self.project_inputs(inputs, training), states, training)
 
@@ -139,8 +147,8 @@ class _Cell(Layer):
                 and getattr(self, "reset_after", True)
                 and not (training and self.recurrent_dropout))
 
-    def fused_sequence(self, inputs, states: list, go_backwards: bool = False,
-                       training=None):
+    def fused_sequence(self, inputs: Any, states: list, go_backwards: bool = False,
+                       training: bool | None = None) -> Any:
         """``(sequence, final_states)`` for a whole (batch, time, features) input from
         one fused record, or None when this cell's configuration needs the step loop.
 
@@ -178,7 +186,7 @@ class SimpleRNNCell(_Cell):
     ``bias`` (units,). State: ``[h]``.
     """
 
-    def step(self, z, states, training=None):
+    def step(self, z: Tensor, states: Any, training: bool | None = None) -> Any:
         h = self._recurrent_input(states[0], training)
         h = self.activation(_ew.add(z, _linalg.matmul(h, self.recurrent_kernel)))
         return h, [h]
@@ -201,14 +209,15 @@ class LSTMCell(_Cell):
 
     gates = 4
 
-    def __init__(self, units: int, activation="tanh", recurrent_activation="sigmoid",
-                 unit_forget_bias: bool = True, **kwargs) -> None:
+    def __init__(self, units: int, activation: str | Callable | None = "tanh",
+                 recurrent_activation: str = "sigmoid", unit_forget_bias: bool = True,
+                 **kwargs: Any) -> None:
         super().__init__(units, activation, **kwargs)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.unit_forget_bias = unit_forget_bias
 
     @property
-    def state_size(self):
+    def state_size(self) -> Any:
         return [self.units, self.units]
 
     def _bias_init(self):
@@ -221,7 +230,7 @@ class LSTMCell(_Cell):
                                    init((2 * u,), dtype)])
         return bias
 
-    def step(self, z, states, training=None):
+    def step(self, z: Tensor, states: Any, training: bool | None = None) -> Any:
         h, c = self._recurrent_input(states[0], training), states[1]
         z = _ew.add(z, _linalg.matmul(h, self.recurrent_kernel))
         zi, zf, zc, zo = _array.split(z, 4, axis=-1)
@@ -249,8 +258,9 @@ class GRUCell(_Cell):
 
     gates = 3
 
-    def __init__(self, units: int, activation="tanh", recurrent_activation="sigmoid",
-                 reset_after: bool = True, **kwargs) -> None:
+    def __init__(self, units: int, activation: str | Callable | None = "tanh",
+                 recurrent_activation: str = "sigmoid", reset_after: bool = True,
+                 **kwargs: Any) -> None:
         super().__init__(units, activation, **kwargs)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.reset_after = reset_after
@@ -261,7 +271,7 @@ class GRUCell(_Cell):
     def _input_bias(self):
         return self.bias[0] if self.reset_after else self.bias
 
-    def step(self, x, states, training=None):
+    def step(self, x: TensorLike, states: Any, training: bool | None = None) -> Any:
         h_prev = states[0]
         h = self._recurrent_input(h_prev, training)
         xz, xr, xh = _array.split(x, 3, axis=-1)
@@ -288,8 +298,9 @@ class GRUCell(_Cell):
 
 
 # The whole-sequence record of each stock cell (see ``_Cell.fused_sequence``).
-_SEQUENCE = {SimpleRNNCell: _rnn.simple_rnn_sequence, LSTMCell: _rnn.lstm_sequence,
-             GRUCell: _rnn.gru_sequence}
+_SEQUENCE: dict[type, Callable[..., Any]] = {
+    SimpleRNNCell: _rnn.simple_rnn_sequence, LSTMCell: _rnn.lstm_sequence,
+    GRUCell: _rnn.gru_sequence}
 
 
 class StackedRNNCells(Layer):
@@ -311,7 +322,7 @@ class StackedRNNCells(Layer):
         ((2, 3), [(2, 3), (2, 3)])
     """
 
-    def __init__(self, cells, **kwargs) -> None:
+    def __init__(self, cells: Sequence[Any], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         cells = list(cells)
         for cell in cells:
@@ -335,7 +346,7 @@ class StackedRNNCells(Layer):
             size = size[0] if isinstance(size, (list, tuple)) else size
         return size
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         shape = tuple(input_shape)
         for cell in self.cells:
             if isinstance(cell, Layer) and not cell.built:
@@ -365,7 +376,7 @@ class StackedRNNCells(Layer):
             if hasattr(cell, "reset_dropout_mask"):
                 cell.reset_dropout_mask()
 
-    def call(self, inputs, states, training=None):
+    def call(self, inputs: Any, states: Any, training: bool | None = None) -> Any:
         new_states = []
         for cell, state in zip(self.cells, states):
             is_list = isinstance(state, (list, tuple))
@@ -382,7 +393,7 @@ class StackedRNNCells(Layer):
                 "cells": [layer_to_config(c) for c in self.cells]}
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None):
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
         """Stacked cells from :meth:`get_config` output (Keras's too)."""
         config = dict(config)
         cells = [layer_from_config(c, custom_objects) for c in config.pop("cells")]

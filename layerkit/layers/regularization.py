@@ -9,6 +9,7 @@ reproduces them, or from their own stream with ``seed=`` (see ``SeededLayer``); 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from layerkit import regularizers
 from layerkit.layers.core import Dropout, SeededLayer
@@ -35,8 +36,8 @@ class _SpatialDropout(Dropout):
 
     _rank = 3
 
-    def __init__(self, rate: float, data_format=None, seed: int | None = None,
-                 **kwargs) -> None:
+    def __init__(self, rate: float, data_format: str | None = None, seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(rate, seed=seed, **kwargs)
         if data_format not in (None, "channels_last", "channels_first"):
             raise ValueError(f"{type(self).__name__}: `data_format` must be 'channels_last' or "
@@ -44,7 +45,7 @@ class _SpatialDropout(Dropout):
         self.data_format = (data_format or "channels_last") if self._rank > 3 else None
         self.input_spec = InputSpec(ndim=self._rank)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         if not training or self.rate == 0:
             return inputs
         shape = inputs.shape
@@ -72,7 +73,7 @@ class SpatialDropout1D(_SpatialDropout):
 
     _rank = 3
 
-    def __init__(self, rate: float, seed: int | None = None, **kwargs) -> None:
+    def __init__(self, rate: float, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(rate, seed=seed, **kwargs)
 
 
@@ -115,12 +116,12 @@ class GaussianNoise(_Noise):
         True
     """
 
-    def __init__(self, stddev: float, seed: int | None = None, **kwargs) -> None:
+    def __init__(self, stddev: float, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.stddev = _rate("GaussianNoise", "stddev", stddev)
         self._set_seed(seed)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         if not training or self.stddev == 0:
             return inputs
         noise = _random.normal(inputs.shape, 0.0, self.stddev, inputs.dtype, self._generator)
@@ -139,12 +140,12 @@ class GaussianDropout(_Noise):
         seed: optional int for a reproducible stream of its own.
     """
 
-    def __init__(self, rate: float, seed: int | None = None, **kwargs) -> None:
+    def __init__(self, rate: float, seed: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rate = _rate("GaussianDropout", "rate", rate)
         self._set_seed(seed)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         if not training or self.rate == 0:
             return inputs
         stddev = math.sqrt(self.rate / (1.0 - self.rate))
@@ -174,14 +175,14 @@ class AlphaDropout(_Noise):
         seed: optional int for a reproducible stream of its own.
     """
 
-    def __init__(self, rate: float, noise_shape=None, seed: int | None = None,
-                 **kwargs) -> None:
+    def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rate = _rate("AlphaDropout", "rate", rate)
         self.noise_shape = None if noise_shape is None else list(noise_shape)
         self._set_seed(seed)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         if not training or self.rate == 0:
             return inputs
         shape = inputs.shape
@@ -213,15 +214,15 @@ class ActivityRegularization(Layer):
 
     supports_masking = True
 
-    def __init__(self, l1: float = 0.0, l2: float = 0.0, **kwargs) -> None:
+    def __init__(self, l1: float = 0.0, l2: float = 0.0, **kwargs: Any) -> None:
         kwargs.pop("activity_regularizer", None)
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.l1, self.l2 = float(l1), float(l2)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return inputs
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return input_shape
 
     def get_config(self) -> dict:

@@ -1,6 +1,9 @@
 """Reshaping layers: RepeatVector, Permute."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
 from layerkit.primitives import array as _array
@@ -20,7 +23,7 @@ class RepeatVector(Layer):
         (2, 3, 4)
     """
 
-    def __init__(self, n: int, **kwargs) -> None:
+    def __init__(self, n: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"RepeatVector: `n` must be an int; received {type(n).__name__}")
@@ -29,10 +32,10 @@ class RepeatVector(Layer):
         self.n = n
         self.input_spec = InputSpec(ndim=2)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return _array.tile(_array.expand_dims(inputs, 1), (1, self.n, 1))
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return (input_shape[0], self.n, input_shape[1])
 
     def get_config(self) -> dict:
@@ -51,7 +54,7 @@ class Permute(Layer):
         (2, 5, 3)
     """
 
-    def __init__(self, dims, **kwargs) -> None:
+    def __init__(self, dims: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.dims = tuple(int(d) for d in dims)
         if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
@@ -59,10 +62,10 @@ class Permute(Layer):
                              f"(the batch axis 0 stays first); received dims={tuple(dims)}")
         self.input_spec = InputSpec(ndim=len(self.dims) + 1)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return _array.transpose(inputs, (0,) + self.dims)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape: Any) -> Any:
         return (input_shape[0],) + tuple(input_shape[d] for d in self.dims)
 
     def get_config(self) -> dict:

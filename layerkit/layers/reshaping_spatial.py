@@ -6,6 +6,9 @@ gradient sums the copies back); ``UpSampling2D(interpolation='bilinear')`` is th
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from layerkit.layers.conv import check_data_format, from_channels_last, ntuple, to_channels_last
 from layerkit.layers.input_spec import InputSpec
 from layerkit.layers.layer import Layer
@@ -48,13 +51,14 @@ class _Spatial(Layer):
     """Shared data-format handling: ``_last(x)`` computes on channels-last input."""
 
     rank = 2
+    _last: Callable[..., Any]  # each subclass defines it
 
-    def __init__(self, data_format=None, **kwargs) -> None:
+    def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.data_format = check_data_format(type(self).__name__, data_format)
         self.input_spec = InputSpec(ndim=self.rank + 2)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return from_channels_last(self._last(to_channels_last(inputs, self.data_format)),
                                   self.data_format)
 
@@ -63,7 +67,7 @@ class _Spatial(Layer):
 
 
 class _UpSampling(_Spatial):
-    def __init__(self, size, data_format=None, **kwargs) -> None:
+    def __init__(self, size: Any, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(data_format, **kwargs)
         self.size = ntuple(type(self).__name__, "size", size, self.rank)
 
@@ -85,7 +89,7 @@ class UpSampling1D(Layer):
         array([1., 1., 2., 2.], dtype=float32)
     """
 
-    def __init__(self, size: int = 2, **kwargs) -> None:
+    def __init__(self, size: int = 2, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(size, int) or isinstance(size, bool):
             raise TypeError(f"UpSampling1D: `size` must be an int; received "
@@ -96,7 +100,7 @@ class UpSampling1D(Layer):
         self.size = size
         self.input_spec = InputSpec(ndim=3)
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         return repeat_axis(inputs, self.size, 1)
 
     def get_config(self) -> dict:
@@ -117,8 +121,8 @@ class UpSampling2D(_UpSampling):
 
     rank = 2
 
-    def __init__(self, size=(2, 2), data_format=None, interpolation: str = "nearest",
-                 **kwargs) -> None:
+    def __init__(self, size: Any = (2, 2), data_format: str | None = None,
+                 interpolation: str = "nearest", **kwargs: Any) -> None:
         super().__init__(size, data_format, **kwargs)
         self.interpolation = str(interpolation).lower()
         if self.interpolation not in _image.RESIZE_METHODS:
@@ -141,7 +145,8 @@ class UpSampling3D(_UpSampling):
 
     rank = 3
 
-    def __init__(self, size=(2, 2, 2), data_format=None, **kwargs) -> None:
+    def __init__(self, size: Any = (2, 2, 2), data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(size, data_format, **kwargs)
 
 
@@ -151,7 +156,7 @@ class _Pairs(_Spatial):
 
     arg = "padding"
 
-    def __init__(self, value, data_format=None, **kwargs) -> None:
+    def __init__(self, value: Any, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(data_format, **kwargs)
         setattr(self, self.arg, _spatial_pairs(type(self).__name__, self.arg, value,
                                                self.rank))
@@ -177,7 +182,8 @@ class ZeroPadding1D(_ZeroPadding):
 
     rank = 1
 
-    def __init__(self, padding=1, data_format=None, **kwargs) -> None:
+    def __init__(self, padding: int | tuple[int, int] = 1, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(padding, data_format, **kwargs)
 
 
@@ -187,7 +193,8 @@ class ZeroPadding2D(_ZeroPadding):
 
     rank = 2
 
-    def __init__(self, padding=(1, 1), data_format=None, **kwargs) -> None:
+    def __init__(self, padding: int | tuple[Any, Any] = (1, 1), data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(padding, data_format, **kwargs)
 
 
@@ -197,7 +204,8 @@ class ZeroPadding3D(_ZeroPadding):
 
     rank = 3
 
-    def __init__(self, padding=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs) -> None:
+    def __init__(self, padding: int | tuple[Any, Any, Any] = ((1, 1), (1, 1), (1, 1)),
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(padding, data_format, **kwargs)
 
 
@@ -225,7 +233,7 @@ class Cropping1D(_Cropping):
 
     rank = 1
 
-    def __init__(self, cropping=(1, 1), **kwargs) -> None:
+    def __init__(self, cropping: Any = (1, 1), **kwargs: Any) -> None:
         super().__init__(cropping, **kwargs)
 
     def get_config(self) -> dict:
@@ -240,7 +248,8 @@ class Cropping2D(_Cropping):
 
     rank = 2
 
-    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs) -> None:
+    def __init__(self, cropping: Any = ((0, 0), (0, 0)), data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(cropping, data_format, **kwargs)
 
 
@@ -249,5 +258,6 @@ class Cropping3D(_Cropping):
 
     rank = 3
 
-    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs) -> None:
+    def __init__(self, cropping: Any = ((1, 1), (1, 1), (1, 1)), data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(cropping, data_format, **kwargs)

@@ -18,6 +18,8 @@ How a functional model replays the graph::
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core import context
@@ -25,6 +27,7 @@ from layerkit._core.convert import as_dtype
 from layerkit._core.nest import flatten, map_structure
 from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import wrap
+from layerkit._core.types import DTypeLike, ShapeLike
 
 __all__ = ["SymbolicTensor", "Node", "flatten", "map_structure", "any_symbolic", "call", "probe",
            "probing", "output_shape"]
@@ -57,8 +60,8 @@ class SymbolicTensor:
 
     __slots__ = ("shape", "dtype", "node", "index", "name")
 
-    def __init__(self, shape, dtype="float32", node: Node | None = None, index: int = 0,
-                 name: str | None = None) -> None:
+    def __init__(self, shape: ShapeLike, dtype: DTypeLike = "float32", node: Node | None = None,
+                 index: int = 0, name: str | None = None) -> None:
         self.shape = tuple(None if d is None else int(d) for d in shape)
         self.dtype = as_dtype(dtype)
         self.node = node
@@ -70,7 +73,7 @@ class SymbolicTensor:
         return len(self.shape)
 
     @property
-    def layer(self):
+    def layer(self) -> Any:
         """The layer that produced this tensor (None for a graph input)."""
         return self.node.layer if self.node is not None else None
 
@@ -96,7 +99,7 @@ class Node:
 
     __slots__ = ("layer", "call_args", "call_kwargs", "inputs", "outputs")
 
-    def __init__(self, layer, call_args: tuple, call_kwargs: dict) -> None:
+    def __init__(self, layer: Any, call_args: tuple, call_kwargs: dict) -> None:
         self.layer = layer
         self.call_args = call_args
         self.call_kwargs = call_kwargs

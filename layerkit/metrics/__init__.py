@@ -12,6 +12,8 @@ sparse categorical accuracy from the shapes, like Keras), ``'binary_accuracy'``,
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.losses import (
     KLD,
     MAE,
@@ -143,7 +145,7 @@ _BY_NAME.update({
 })
 
 
-def get(identifier) -> Metric:
+def get(identifier: Any) -> Metric:
     """A metric from a string name, a class, a config dict, a function or an instance.
 
     A plain function ``fn(y_true, y_pred)`` becomes a :class:`MeanMetricWrapper` named
@@ -200,14 +202,14 @@ def resolve(identifier, y_true, y_pred, loss=None) -> Metric:
     return cls(name=identifier)
 
 
-def serialize(metric) -> dict | str:
+def serialize(metric: Any) -> dict | str:
     """Keras's config of a metric (see ``lk.saving``)."""
     from layerkit.saving.serialization_lib import serialize_keras_object
 
     return serialize_keras_object(metric)
 
 
-def deserialize(config, custom_objects: dict | None = None):
+def deserialize(config: dict[str, Any], custom_objects: dict | None = None) -> Any:
     """Rebuild a metric (without state) from :func:`serialize` output or Keras's."""
     from layerkit.saving.serialization_lib import deserialize_keras_object
 

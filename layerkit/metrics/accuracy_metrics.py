@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.types import DTypeLike
 from layerkit.metrics.base_metric import (
     _public,
     squeeze_or_expand_to_same_rank,
@@ -97,7 +98,7 @@ class Accuracy(MeanMetricWrapper):
         0.75
     """
 
-    def __init__(self, name: str = "accuracy", dtype=None) -> None:
+    def __init__(self, name: str = "accuracy", dtype: DTypeLike = None) -> None:
         super().__init__(_accuracy, name=name, dtype=dtype)
 
     def get_config(self) -> dict:
@@ -114,14 +115,15 @@ class BinaryAccuracy(MeanMetricWrapper):
         0.75
     """
 
-    def __init__(self, name: str = "binary_accuracy", dtype=None, threshold: float = 0.5) -> None:
+    def __init__(self, name: str = "binary_accuracy", dtype: DTypeLike = None,
+                 threshold: float = 0.5) -> None:
         super().__init__(_binary_accuracy, name=name, dtype=dtype, threshold=threshold)
 
 
 class CategoricalAccuracy(MeanMetricWrapper):
     """How often the argmax of the predictions matches the argmax of one-hot labels."""
 
-    def __init__(self, name: str = "categorical_accuracy", dtype=None) -> None:
+    def __init__(self, name: str = "categorical_accuracy", dtype: DTypeLike = None) -> None:
         super().__init__(_categorical_accuracy, name=name, dtype=dtype)
 
     def get_config(self) -> dict:
@@ -138,7 +140,7 @@ class SparseCategoricalAccuracy(MeanMetricWrapper):
         0.5
     """
 
-    def __init__(self, name: str = "sparse_categorical_accuracy", dtype=None) -> None:
+    def __init__(self, name: str = "sparse_categorical_accuracy", dtype: DTypeLike = None) -> None:
         super().__init__(_sparse_categorical_accuracy, name=name, dtype=dtype)
 
     def get_config(self) -> dict:
@@ -148,7 +150,8 @@ class SparseCategoricalAccuracy(MeanMetricWrapper):
 class TopKCategoricalAccuracy(MeanMetricWrapper):
     """How often the one-hot target class is among the ``k`` highest predictions."""
 
-    def __init__(self, k: int = 5, name: str = "top_k_categorical_accuracy", dtype=None) -> None:
+    def __init__(self, k: int = 5, name: str = "top_k_categorical_accuracy",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(_top_k_categorical_accuracy, name=name, dtype=dtype, k=k)
 
 
@@ -156,7 +159,7 @@ class SparseTopKCategoricalAccuracy(MeanMetricWrapper):
     """How often the integer target class is among the ``k`` highest predictions."""
 
     def __init__(self, k: int = 5, name: str = "sparse_top_k_categorical_accuracy",
-                 dtype=None) -> None:
+                 dtype: DTypeLike = None) -> None:
         super().__init__(_sparse_top_k_categorical_accuracy, name=name, dtype=dtype, k=k)
 
 

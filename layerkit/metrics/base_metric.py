@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.op import wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit._core.variable import Variable, replace_value, writable
 
 EPSILON = 1e-7  # Keras's backend.epsilon(), used for the AUC end thresholds
@@ -46,7 +49,8 @@ def _snake(name: str) -> str:
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
 
 
-def squeeze_or_expand_to_same_rank(x1: np.ndarray, x2: np.ndarray, expand_rank_1: bool = True):
+def squeeze_or_expand_to_same_rank(x1: np.ndarray, x2: np.ndarray,
+                                   expand_rank_1: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Make ranks equal when they differ by a trailing dimension of size 1 (Keras rule)."""
     r1, r2 = x1.ndim, x2.ndim
     if r1 == r2 + 1 and x1.shape[-1] == 1:
@@ -190,13 +194,13 @@ class Metric:
             if callable(fn) and not getattr(fn, "_lk_graph_aware", False):
                 setattr(cls, kind, _graph_aware(fn, kind))
 
-    def __init__(self, name: str | None = None, dtype=None) -> None:
+    def __init__(self, name: str | None = None, dtype: DTypeLike = None) -> None:
         self.name = name or _snake(type(self).__name__)
         self.dtype = np.dtype(dtype or "float32")
         self._vars: dict[str, Variable] = {}
 
-    def add_variable(self, shape, initializer: str = "zeros", dtype=None,
-                     name: str | None = None) -> Variable:
+    def add_variable(self, shape: Sequence[int], initializer: str = "zeros",
+                     dtype: DTypeLike = None, name: str | None = None) -> Variable:
         """Create a non-trainable state Variable (zeros) tracked by this metric."""
         name = name or f"variable_{len(self._vars)}"
         v = Variable(np.zeros(shape, dtype or self.dtype), trainable=False,
@@ -217,13 +221,13 @@ class Metric:
         for v in self._vars.values():
             replace_value(v, np.zeros_like(v._v))
 
-    def update_state(self, *args, **kwargs) -> None:
+    def update_state(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement update_state")
 
     def result(self) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__} must implement result")
 
-    def __call__(self, *args, **kwargs) -> Tensor:
+    def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
         self.update_state(*args, **kwargs)
         return self.result()
 
@@ -251,8 +255,8 @@ def _acc(var: Variable, value) -> None:
 
 
 
-def _public(fn, name, doc):
-    def metric_fn(y_true, y_pred, **kwargs) -> Tensor:
+def _public(fn: Callable, name: str, doc: str) -> Callable[..., Tensor]:
+    def metric_fn(y_true: TensorLike, y_pred: TensorLike, **kwargs: Any) -> Tensor:
         return wrap(np.asarray(fn(_np(y_true), _np(y_pred), **kwargs)))
 
     metric_fn.__name__ = metric_fn.__qualname__ = name

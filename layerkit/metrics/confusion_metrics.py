@@ -1,10 +1,13 @@
 """Confusion-matrix metrics: precision, recall and AUC from weighted counts at thresholds."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit._core.variable import Variable
 from layerkit.metrics.base_metric import (
     EPSILON,
@@ -97,13 +100,15 @@ class _ConditionCount(Metric):
 
     _index = 0  # position in _confusion_counts's (tp, fp, tn, fn)
 
-    def __init__(self, thresholds=None, name: str | None = None, dtype=None) -> None:
+    def __init__(self, thresholds: Any = None, name: str | None = None,
+                 dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.thresholds = _parse_thresholds(thresholds, 0.5)
         self.accumulator = self.add_variable((len(self.thresholds),), name="accumulator")
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         counts = _confusion_counts(y_true, y_pred, self.thresholds, sample_weight)
         _acc(self.accumulator, counts[self._index])
 
@@ -179,7 +184,8 @@ class FalseNegatives(_ConditionCount):
 class _PrecisionRecall(Metric):
     _counts: tuple = ()
 
-    def __init__(self, thresholds=None, top_k=None, class_id=None, name=None, dtype=None) -> None:
+    def __init__(self, thresholds: Any = None, top_k: Any = None, class_id: Any = None,
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.init_thresholds = thresholds
         self.top_k = top_k
@@ -189,7 +195,8 @@ class _PrecisionRecall(Metric):
         self.true_positives = self.add_variable((n,), name="true_positives")
         self.other = self.add_variable((n,), name=self._counts[1])
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         tp, fp, tn, fn = _confusion_counts(y_true, y_pred, self.thresholds, sample_weight,
                                            self.top_k, self.class_id)
         _acc(self.true_positives, tp)
@@ -260,7 +267,7 @@ class SensitivitySpecificityBase(Metric):
     """
 
     def __init__(self, value: float, num_thresholds: int = 200, class_id: int | None = None,
-                 name: str | None = None, dtype=None) -> None:
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         if num_thresholds <= 0:
             raise ValueError(f"{type(self).__name__}: num_thresholds must be an integer > 0. "
@@ -279,7 +286,8 @@ class SensitivitySpecificityBase(Metric):
         self.true_negatives = self.add_variable((n,), name="true_negatives")
         self.false_negatives = self.add_variable((n,), name="false_negatives")
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         counts = _confusion_counts(y_true, y_pred, self._thresholds, sample_weight,
                                    class_id=self.class_id)
         for var, c in zip((self.true_positives, self.false_positives, self.true_negatives,
@@ -321,8 +329,8 @@ class SensitivityAtSpecificity(SensitivitySpecificityBase):
         0.5
     """
 
-    def __init__(self, specificity: float, num_thresholds: int = 200,
-                 class_id: int | None = None, name: str | None = None, dtype=None) -> None:
+    def __init__(self, specificity: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         _check_unit(type(self).__name__, "specificity", specificity)
         self.specificity = specificity
         self.num_thresholds = num_thresholds
@@ -347,8 +355,8 @@ class SpecificityAtSensitivity(SensitivitySpecificityBase):
         0.6667
     """
 
-    def __init__(self, sensitivity: float, num_thresholds: int = 200,
-                 class_id: int | None = None, name: str | None = None, dtype=None) -> None:
+    def __init__(self, sensitivity: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         _check_unit(type(self).__name__, "sensitivity", sensitivity)
         self.sensitivity = sensitivity
         self.num_thresholds = num_thresholds
@@ -374,7 +382,7 @@ class PrecisionAtRecall(SensitivitySpecificityBase):
     """
 
     def __init__(self, recall: float, num_thresholds: int = 200, class_id: int | None = None,
-                 name: str | None = None, dtype=None) -> None:
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         _check_unit(type(self).__name__, "recall", recall)
         self.recall = recall
         self.num_thresholds = num_thresholds
@@ -399,8 +407,8 @@ class RecallAtPrecision(SensitivitySpecificityBase):
         0.5
     """
 
-    def __init__(self, precision: float, num_thresholds: int = 200,
-                 class_id: int | None = None, name: str | None = None, dtype=None) -> None:
+    def __init__(self, precision: float, num_thresholds: int = 200, class_id: int | None = None,
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         _check_unit(type(self).__name__, "precision", precision)
         self.precision = precision
         self.num_thresholds = num_thresholds
@@ -442,9 +450,10 @@ class AUC(Metric):
     """
 
     def __init__(self, num_thresholds: int = 200, curve: str = "ROC",
-                 summation_method: str = "interpolation", name: str | None = None, dtype=None,
-                 thresholds=None, multi_label: bool = False, num_labels: int | None = None,
-                 label_weights=None, from_logits: bool = False) -> None:
+                 summation_method: str = "interpolation", name: str | None = None,
+                 dtype: DTypeLike = None, thresholds: Any = None, multi_label: bool = False,
+                 num_labels: int | None = None, label_weights: Any = None,
+                 from_logits: bool = False) -> None:
         super().__init__(name=name, dtype=dtype)
         curve = str(curve).upper()
         if curve not in ("ROC", "PR"):
@@ -497,7 +506,8 @@ class AUC(Metric):
         self.false_negatives = self.add_variable(shape, name="false_negatives")
         self._built = True
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         y_true = _np(y_true)
         y_pred = _np(y_pred).astype(np.float64)
         if self._from_logits:

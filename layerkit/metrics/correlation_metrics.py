@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.metrics.base_metric import EPSILON, squeeze_or_expand_to_same_rank
 from layerkit.metrics.reduction_metrics import MeanMetricWrapper
 
 
-def _pair(y_true, y_pred) -> tuple:
+def _pair(y_true: TensorLike, y_pred: TensorLike) -> tuple[np.ndarray, np.ndarray]:
     y_pred = np.asarray(y_pred)
     if y_pred.dtype.kind != "f":
         y_pred = y_pred.astype(np.float32)
@@ -15,7 +16,7 @@ def _pair(y_true, y_pred) -> tuple:
     return squeeze_or_expand_to_same_rank(y_true, y_pred)
 
 
-def pearson_correlation(y_true, y_pred, axis: int = -1) -> np.ndarray:
+def pearson_correlation(y_true: TensorLike, y_pred: TensorLike, axis: int = -1) -> np.ndarray:
     """Pearson's correlation of ``y_true`` and ``y_pred`` along ``axis``.
 
     Examples:
@@ -30,7 +31,7 @@ def pearson_correlation(y_true, y_pred, axis: int = -1) -> np.ndarray:
     return np.mean(t * p, axis=axis)
 
 
-def concordance_correlation(y_true, y_pred, axis: int = -1) -> np.ndarray:
+def concordance_correlation(y_true: TensorLike, y_pred: TensorLike, axis: int = -1) -> np.ndarray:
     """Lin's concordance correlation along ``axis``, as Keras 3 computes it.
 
     ``mean(2 * (y_true - mean(y_pred)) * (y_pred - mean(y_pred)) / (var(y_true) +
@@ -65,7 +66,8 @@ class PearsonCorrelation(MeanMetricWrapper):
         -0.0033
     """
 
-    def __init__(self, name: str = "pearson_correlation", dtype=None, axis: int = -1) -> None:
+    def __init__(self, name: str = "pearson_correlation", dtype: DTypeLike = None,
+                 axis: int = -1) -> None:
         super().__init__(pearson_correlation, name=name, dtype=dtype, axis=axis)
 
 
@@ -78,6 +80,6 @@ class ConcordanceCorrelation(MeanMetricWrapper):
         axis: the axis along which the correlation is taken (default -1).
     """
 
-    def __init__(self, name: str = "concordance_correlation", dtype=None,
+    def __init__(self, name: str = "concordance_correlation", dtype: DTypeLike = None,
                  axis: int = -1) -> None:
         super().__init__(concordance_correlation, name=name, dtype=dtype, axis=axis)

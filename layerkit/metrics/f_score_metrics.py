@@ -5,6 +5,8 @@ import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
+from layerkit._core.variable import Variable
 from layerkit.metrics.base_metric import EPSILON, Metric, _acc, _np
 
 _AVERAGES = (None, "micro", "macro", "weighted")
@@ -37,8 +39,15 @@ class FBetaScore(Metric):
         array([0.3846, 0.9091, 0.8333], dtype=float32)
     """
 
+    # state made by add_variable on the first update (per class, or scalars for "micro")
+    true_positives: Variable
+    false_positives: Variable
+    false_negatives: Variable
+    intermediate_weights: Variable
+
     def __init__(self, average: str | None = None, beta: float = 1.0,
-                 threshold: float | None = None, name: str = "fbeta_score", dtype=None) -> None:
+                 threshold: float | None = None, name: str = "fbeta_score",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         if average not in _AVERAGES:
             raise ValueError(f"{type(self).__name__}: average must be one of {_AVERAGES}. "
@@ -75,7 +84,8 @@ class FBetaScore(Metric):
             setattr(self, name, self.add_variable(shape, name=name))
         self._built = True
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         y_true = _np(y_true).astype(self.dtype, copy=False)
         y_pred = _np(y_pred).astype(self.dtype, copy=False)
         if not self._built:
@@ -128,7 +138,7 @@ class F1Score(FBetaScore):
     """
 
     def __init__(self, average: str | None = None, threshold: float | None = None,
-                 name: str = "f1_score", dtype=None) -> None:
+                 name: str = "f1_score", dtype: DTypeLike = None) -> None:
         super().__init__(average=average, beta=1.0, threshold=threshold, name=name, dtype=dtype)
 
     def get_config(self) -> dict:

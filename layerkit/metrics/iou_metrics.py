@@ -6,16 +6,18 @@ float sample weights are truncated unless the metric is made with ``dtype='float
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.metrics.base_metric import EPSILON, Metric, _acc, _np
 
 
 class _IoUBase(Metric):
-    def __init__(self, num_classes: int, name: str | None = None, dtype=None,
+    def __init__(self, num_classes: int, name: str | None = None, dtype: DTypeLike = None,
                  ignore_class: int | None = None, sparse_y_true: bool = True,
                  sparse_y_pred: bool = True, axis: int = -1) -> None:
         super().__init__(name=name, dtype=dtype or "int32")
@@ -27,15 +29,16 @@ class _IoUBase(Metric):
         self.total_cm = self.add_variable((num_classes, num_classes),
                                           name="total_confusion_matrix")
 
-    def _labels(self, y_true, y_pred) -> tuple:
-        y_true, y_pred = _np(y_true), _np(y_pred)
+    def _labels(self, y_true: TensorLike, y_pred: TensorLike) -> tuple[np.ndarray, np.ndarray]:
+        labels, preds = _np(y_true), _np(y_pred)
         if not self.sparse_y_true:
-            y_true = np.argmax(y_true, axis=self.axis)
+            labels = np.argmax(labels, axis=self.axis)
         if not self.sparse_y_pred:
-            y_pred = np.argmax(y_pred, axis=self.axis)
-        return y_true, y_pred
+            preds = np.argmax(preds, axis=self.axis)
+        return labels, preds
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         y_true, y_pred = self._labels(y_true, y_pred)
         y_true = y_true.astype(self.dtype, copy=False).reshape(-1)
         y_pred = y_pred.astype(self.dtype, copy=False).reshape(-1)
@@ -100,9 +103,9 @@ class IoU(_IoUBase):
         0.3333
     """
 
-    def __init__(self, num_classes: int, target_class_ids, name: str | None = None,
-                 dtype=None, ignore_class: int | None = None, sparse_y_true: bool = True,
-                 sparse_y_pred: bool = True, axis: int = -1) -> None:
+    def __init__(self, num_classes: int, target_class_ids: Sequence[int], name: str | None = None,
+                 dtype: DTypeLike = None, ignore_class: int | None = None,
+                 sparse_y_true: bool = True, sparse_y_pred: bool = True, axis: int = -1) -> None:
         super().__init__(num_classes, name=name, dtype=dtype, ignore_class=ignore_class,
                          sparse_y_true=sparse_y_true, sparse_y_pred=sparse_y_pred, axis=axis)
         if max(target_class_ids) >= num_classes:
@@ -137,13 +140,14 @@ class BinaryIoU(IoU):
         0.3333
     """
 
-    def __init__(self, target_class_ids=(0, 1), threshold: float = 0.5,
-                 name: str | None = None, dtype=None) -> None:
+    def __init__(self, target_class_ids: Sequence[int] = (0, 1), threshold: float = 0.5,
+                 name: str | None = None, dtype: DTypeLike = None) -> None:
         super().__init__(num_classes=2, target_class_ids=target_class_ids, name=name,
                          dtype=dtype)
         self.threshold = threshold
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         pred = (_np(y_pred).astype(np.float32, copy=False) >= self.threshold)
         IoU.update_state(self, y_true, pred.astype(self.dtype), sample_weight)
 
@@ -164,7 +168,7 @@ class MeanIoU(IoU):
         0.3333
     """
 
-    def __init__(self, num_classes: int, name: str | None = None, dtype=None,
+    def __init__(self, num_classes: int, name: str | None = None, dtype: DTypeLike = None,
                  ignore_class: int | None = None, sparse_y_true: bool = True,
                  sparse_y_pred: bool = True, axis: int = -1) -> None:
         super().__init__(num_classes, list(range(num_classes)), name=name, dtype=dtype,
@@ -187,9 +191,9 @@ class OneHotIoU(IoU):
         0.75
     """
 
-    def __init__(self, num_classes: int, target_class_ids, name: str | None = None,
-                 dtype=None, ignore_class: int | None = None, sparse_y_pred: bool = False,
-                 axis: int = -1) -> None:
+    def __init__(self, num_classes: int, target_class_ids: Sequence[int], name: str | None = None,
+                 dtype: DTypeLike = None, ignore_class: int | None = None,
+                 sparse_y_pred: bool = False, axis: int = -1) -> None:
         super().__init__(num_classes, target_class_ids, name=name, dtype=dtype,
                          ignore_class=ignore_class, sparse_y_true=False,
                          sparse_y_pred=sparse_y_pred, axis=axis)
@@ -210,7 +214,7 @@ class OneHotMeanIoU(MeanIoU):
         0.6667
     """
 
-    def __init__(self, num_classes: int, name: str | None = None, dtype=None,
+    def __init__(self, num_classes: int, name: str | None = None, dtype: DTypeLike = None,
                  ignore_class: int | None = None, sparse_y_pred: bool = False,
                  axis: int = -1) -> None:
         super().__init__(num_classes, name=name, dtype=dtype, ignore_class=ignore_class,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from layerkit import losses as _losses
+from layerkit._core.types import DTypeLike
 from layerkit.metrics.reduction_metrics import MeanMetricWrapper
 
 
@@ -15,7 +16,7 @@ class KLDivergence(MeanMetricWrapper):
         0.4581
     """
 
-    def __init__(self, name: str = "kl_divergence", dtype=None) -> None:
+    def __init__(self, name: str = "kl_divergence", dtype: DTypeLike = None) -> None:
         super().__init__(_losses.kl_divergence, name=name, dtype=dtype)
 
 
@@ -29,7 +30,7 @@ class Poisson(MeanMetricWrapper):
         0.5
     """
 
-    def __init__(self, name: str = "poisson", dtype=None) -> None:
+    def __init__(self, name: str = "poisson", dtype: DTypeLike = None) -> None:
         super().__init__(_losses.poisson, name=name, dtype=dtype)
 
 
@@ -43,8 +44,8 @@ class BinaryCrossentropy(MeanMetricWrapper):
         label_smoothing: squeeze the labels towards 0.5 by this amount.
     """
 
-    def __init__(self, name: str = "binary_crossentropy", dtype=None, from_logits: bool = False,
-                 label_smoothing: float = 0) -> None:
+    def __init__(self, name: str = "binary_crossentropy", dtype: DTypeLike = None,
+                 from_logits: bool = False, label_smoothing: float = 0) -> None:
         super().__init__(_losses.binary_crossentropy, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing)
 
@@ -60,7 +61,7 @@ class CategoricalCrossentropy(MeanMetricWrapper):
         axis: the class axis.
     """
 
-    def __init__(self, name: str = "categorical_crossentropy", dtype=None,
+    def __init__(self, name: str = "categorical_crossentropy", dtype: DTypeLike = None,
                  from_logits: bool = False, label_smoothing: float = 0, axis: int = -1) -> None:
         super().__init__(_losses.categorical_crossentropy, name=name, dtype=dtype,
                          from_logits=from_logits, label_smoothing=label_smoothing, axis=axis)
@@ -77,7 +78,7 @@ class SparseCategoricalCrossentropy(MeanMetricWrapper):
         axis: the class axis.
     """
 
-    def __init__(self, name: str = "sparse_categorical_crossentropy", dtype=None,
+    def __init__(self, name: str = "sparse_categorical_crossentropy", dtype: DTypeLike = None,
                  from_logits: bool = False, ignore_class: int | None = None,
                  axis: int = -1) -> None:
         super().__init__(_losses.sparse_categorical_crossentropy, name=name, dtype=dtype,

@@ -1,11 +1,15 @@
 """Reduction metrics: the (weighted) sum and mean of values, and of a function's values."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.op import wrap
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.metrics.base_metric import (
     Metric,
     _acc,
@@ -25,11 +29,11 @@ class Sum(Metric):
         16.0
     """
 
-    def __init__(self, name: str = "sum", dtype=None) -> None:
+    def __init__(self, name: str = "sum", dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.total = self.add_variable((), name="total")
 
-    def update_state(self, values, sample_weight=None) -> None:
+    def update_state(self, values: Any, sample_weight: TensorLike | None = None) -> None:
         values, _ = _samplewise(_np(values), sample_weight, np.sum)
         _acc(self.total, values.sum(dtype=np.float64))
 
@@ -50,12 +54,12 @@ class Mean(Metric):
         3.0
     """
 
-    def __init__(self, name: str = "mean", dtype=None) -> None:
+    def __init__(self, name: str = "mean", dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         self.total = self.add_variable((), name="total")
         self.count = self.add_variable((), name="count")
 
-    def update_state(self, values, sample_weight=None) -> None:
+    def update_state(self, values: Any, sample_weight: TensorLike | None = None) -> None:
         v = values._v if isinstance(values, Tensor) else values
         if np.ndim(v) == 0 and (sample_weight is None or type(sample_weight) in (int, float)):
             # The common case in fit: one scalar loss per step, weighted by the batch size.
@@ -85,12 +89,14 @@ class MeanMetricWrapper(Mean):
         **kwargs: passed to ``fn``.
     """
 
-    def __init__(self, fn, name: str | None = None, dtype=None, **kwargs) -> None:
+    def __init__(self, fn: Callable, name: str | None = None, dtype: DTypeLike = None,
+                 **kwargs: Any) -> None:
         super().__init__(name=name or getattr(fn, "__name__", "mean_metric"), dtype=dtype)
         self._fn = fn
         self._fn_kwargs = kwargs
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         mask = getattr(y_pred, "_keras_mask", None) if isinstance(y_pred, Tensor) else None
         yt, yp = _np(y_true), _np(y_pred)
         try:

@@ -8,6 +8,7 @@ import numpy as np
 from layerkit import losses as _losses
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.metrics.base_metric import (
     Metric,
     _acc,
@@ -31,7 +32,7 @@ def _mae(y_true, y_pred):
 class MeanSquaredError(MeanMetricWrapper):
     """Mean over samples of ``mean((y_true - y_pred)**2, axis=-1)``."""
 
-    def __init__(self, name: str = "mean_squared_error", dtype=None) -> None:
+    def __init__(self, name: str = "mean_squared_error", dtype: DTypeLike = None) -> None:
         super().__init__(_mse, name=name, dtype=dtype)
 
     def get_config(self) -> dict:
@@ -41,7 +42,7 @@ class MeanSquaredError(MeanMetricWrapper):
 class MeanAbsoluteError(MeanMetricWrapper):
     """Mean over samples of ``mean(|y_true - y_pred|, axis=-1)``."""
 
-    def __init__(self, name: str = "mean_absolute_error", dtype=None) -> None:
+    def __init__(self, name: str = "mean_absolute_error", dtype: DTypeLike = None) -> None:
         super().__init__(_mae, name=name, dtype=dtype)
 
     def get_config(self) -> dict:
@@ -60,21 +61,23 @@ class MeanAbsolutePercentageError(MeanMetricWrapper):
         250000000.0
     """
 
-    def __init__(self, name: str = "mean_absolute_percentage_error", dtype=None) -> None:
+    def __init__(self, name: str = "mean_absolute_percentage_error",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(_losses.mean_absolute_percentage_error, name=name, dtype=dtype)
 
 
 class MeanSquaredLogarithmicError(MeanMetricWrapper):
     """Mean over samples of ``mean((log(1 + y_pred) - log(1 + y_true))**2, axis=-1)``."""
 
-    def __init__(self, name: str = "mean_squared_logarithmic_error", dtype=None) -> None:
+    def __init__(self, name: str = "mean_squared_logarithmic_error",
+                 dtype: DTypeLike = None) -> None:
         super().__init__(_losses.mean_squared_logarithmic_error, name=name, dtype=dtype)
 
 
 class LogCoshError(MeanMetricWrapper):
     """Mean over samples of ``mean(log(cosh(y_pred - y_true)), axis=-1)`` (name ``logcosh``)."""
 
-    def __init__(self, name: str = "logcosh", dtype=None) -> None:
+    def __init__(self, name: str = "logcosh", dtype: DTypeLike = None) -> None:
         super().__init__(_losses.log_cosh, name=name, dtype=dtype)
 
 
@@ -113,7 +116,8 @@ class CosineSimilarity(MeanMetricWrapper):
         0.5
     """
 
-    def __init__(self, name: str = "cosine_similarity", dtype=None, axis: int = -1) -> None:
+    def __init__(self, name: str = "cosine_similarity", dtype: DTypeLike = None,
+                 axis: int = -1) -> None:
         super().__init__(cosine_similarity, name=name, dtype=dtype, axis=axis)
 
 
@@ -127,10 +131,11 @@ class RootMeanSquaredError(Mean):
         0.5
     """
 
-    def __init__(self, name: str = "root_mean_squared_error", dtype=None) -> None:
+    def __init__(self, name: str = "root_mean_squared_error", dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         y_true = _np(y_true).astype(self.dtype, copy=False)
         y_pred = _np(y_pred).astype(self.dtype, copy=False)
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
@@ -171,7 +176,7 @@ class R2Score(Metric):
     """
 
     def __init__(self, class_aggregation: str | None = "uniform_average",
-                 num_regressors: int = 0, name: str = "r2_score", dtype=None) -> None:
+                 num_regressors: int = 0, name: str = "r2_score", dtype: DTypeLike = None) -> None:
         super().__init__(name=name, dtype=dtype)
         if class_aggregation not in _AGGREGATIONS:
             raise ValueError(f"R2Score: class_aggregation must be one of {_AGGREGATIONS}. "
@@ -197,7 +202,8 @@ class R2Score(Metric):
         self.count = self.add_variable((n,), name="count")
         self._built = True
 
-    def update_state(self, y_true, y_pred, sample_weight=None) -> None:
+    def update_state(self, y_true: TensorLike, y_pred: TensorLike,
+                     sample_weight: TensorLike | None = None) -> None:
         y_true = _np(y_true).astype(self.dtype, copy=False)
         y_pred = _np(y_pred).astype(self.dtype, copy=False)
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)
@@ -209,7 +215,7 @@ class R2Score(Metric):
         try:
             sw = np.broadcast_to(sw, y_true.shape)
         except ValueError:
-            raise ValueError(f"R2Score: sample_weight of shape {np.shape(sample_weight)} "
+            raise ValueError(f"R2Score: sample_weight of shape {_np(sample_weight).shape} "
                              f"cannot be broadcast to y_true's shape {y_true.shape}") from None
         weighted = y_true * sw
         _acc(self.sum, weighted.sum(axis=0))

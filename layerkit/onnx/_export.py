@@ -4,12 +4,14 @@ from __future__ import annotations
 import inspect
 import os
 import tempfile
+from typing import Any
 
 import numpy as np
 
 from layerkit._core.nest import flatten
 from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.spec import TensorSpec
+from layerkit._core.types import PathLike
 from layerkit.autodiff.function.api import Function
 from layerkit.autodiff.function.fuse import scalar_dtype
 from layerkit.io._optional import require
@@ -290,8 +292,8 @@ def _version() -> str:
 
 
 # ---- the public function -----------------------------------------------------------------------
-def export(model_or_function, path, input_signature=None, opset: int = DEFAULT_OPSET,
-           verbose: bool = False):
+def export(model_or_function: Any, path: PathLike, input_signature: Any = None,
+           opset: int = DEFAULT_OPSET, verbose: bool = False) -> Any:
     """Write a model, layer or function as an ONNX file for inference.
 
     The call is traced into layerkit's graph (models and layers with

@@ -1,7 +1,13 @@
 """Adadelta and Lion, Keras 3 update rules (``update_step`` in layerkit ops only)."""
 from __future__ import annotations
 
+from typing import Any
+
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
+from layerkit._core.variable import Variable
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.optimizers.schedules import LearningRateSchedule
 from layerkit.primitives import elementwise as _ew
 
 
@@ -22,14 +28,16 @@ class Adadelta(Optimizer):
 
     _default_name = "adadelta"
 
-    def __init__(self, learning_rate=0.001, rho: float = 0.95, epsilon: float = 1e-7,
-                 **kwargs) -> None:
+    def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
+                 rho: float = 0.95, epsilon: float = 1e-7,
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.rho = float(rho)
         self.epsilon = float(epsilon)
         self._slot_names = ("accumulated_grad", "accumulated_delta_var")
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops."""
         acc_g = self.get_slot(variable, "accumulated_grad")
         acc_d = self.get_slot(variable, "accumulated_delta_var")
@@ -67,8 +75,9 @@ class Lion(Optimizer):
 
     _default_name = "lion"
 
-    def __init__(self, learning_rate=0.001, beta_1: float = 0.9, beta_2: float = 0.99,
-                 **kwargs) -> None:
+    def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
+                 beta_1: float = 0.9, beta_2: float = 0.99,
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         if not 0 < beta_1 <= 1:
             raise ValueError(f"Lion: beta_1 must be in (0, 1]; otherwise the optimizer "
@@ -77,7 +86,8 @@ class Lion(Optimizer):
         self.beta_2 = float(beta_2)
         self._slot_names = ("momentum",)
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops."""
         m = self.get_slot(variable, "momentum")
         direction = _ew.sign(_ew.add(_ew.multiply(m, self.beta_1),

@@ -5,6 +5,9 @@ import math
 
 import numpy as np
 
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
+from layerkit._core.variable import Variable
 from layerkit.optimizers.optimizer import Optimizer
 from layerkit.primitives import elementwise as _ew
 
@@ -73,7 +76,8 @@ class Adam(Optimizer):
         np.multiply(t, alpha, out=t)
         np.subtract(v, t, out=v)
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops (the reference for ``_kernel``)."""
         dtype = variable.dtype
         t = _ew.cast(_ew.add(self.iterations, 1), dtype)

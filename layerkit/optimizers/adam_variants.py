@@ -2,7 +2,13 @@
 ops: no fused NumPy kernel, so they take the reference path of the contract)."""
 from __future__ import annotations
 
+from typing import Any
+
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
+from layerkit._core.variable import Variable
 from layerkit.optimizers.optimizer import Optimizer
+from layerkit.optimizers.schedules import LearningRateSchedule
 from layerkit.primitives import elementwise as _ew
 
 
@@ -33,8 +39,9 @@ class Nadam(Optimizer):
 
     _default_name = "nadam"
 
-    def __init__(self, learning_rate=0.001, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-7, **kwargs) -> None:
+    def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
+                 beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
@@ -50,7 +57,8 @@ class Nadam(Optimizer):
             self._products.append(self._products[-1] * self._u(len(self._products)))
         return self._products[t]
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops."""
         t = int(self.iterations.numpy()) + 1
         u_t, u_next, p_t = self._u(t), self._u(t + 1), self._product(t)
@@ -96,15 +104,17 @@ class Adamax(Optimizer):
 
     _default_name = "adamax"
 
-    def __init__(self, learning_rate=0.001, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-7, **kwargs) -> None:
+    def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
+                 beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
         self.epsilon = float(epsilon)
         self._slot_names = ("momentum", "norm")
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops."""
         t = int(self.iterations.numpy()) + 1
         m, u = self.get_slot(variable, "momentum"), self.get_slot(variable, "norm")

@@ -34,6 +34,8 @@ rate, schedule and ``iterations`` live, so traced and eager steps give the same 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +43,7 @@ from layerkit._core import context, distribution
 from layerkit._core.effects import python_call
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit._core.variable import KEEPERS, Variable, adopt, keep_reads, replace_value, writable
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules as _schedules
@@ -335,7 +338,8 @@ class Optimizer:
         self._slot_vars[key] = var
         return var
 
-    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="none",
+    def add_variable(self, shape: ShapeLike, initializer: Any = "zeros", dtype: DTypeLike = None,
+                     aggregation: str = "none",
                      name: str | None = None) -> Variable:
         """A new non-trainable optimizer Variable (saved in checkpoints as ``name``).
 
@@ -361,7 +365,7 @@ class Optimizer:
         return var
 
     def add_variable_from_reference(self, reference_variable: Variable, name: str | None = None,
-                                    initializer="zeros") -> Variable:
+                                    initializer: Any = "zeros") -> Variable:
         """A slot of ``reference_variable``: a Variable of its shape and dtype, named
         ``<variable name>_<name>``, read back with :meth:`get_slot`.
 
@@ -390,8 +394,9 @@ class Optimizer:
         rec[1].append(slot)
         return slot
 
-    def add_optimizer_variables(self, trainable_variables, name,
-                                initializer="zeros") -> list | tuple:
+    def add_optimizer_variables(self, trainable_variables: Sequence[Variable],
+                                name: str | Sequence[str],
+                                initializer: Any = "zeros") -> list | tuple:
         """:meth:`add_variable_from_reference` for each variable (Keras 3).
 
         Returns:
@@ -443,19 +448,20 @@ class Optimizer:
         return out
 
     # ---- the contract's update helpers -------------------------------------------------
-    def assign(self, variable: Variable, value) -> None:
+    def assign(self, variable: Variable, value: TensorLike) -> None:
         """Set ``variable`` (a model or optimizer variable) to ``value`` in ``update_step``."""
         variable.assign(value)
 
-    def assign_add(self, variable: Variable, value) -> None:
+    def assign_add(self, variable: Variable, value: TensorLike) -> None:
         """Add ``value`` to ``variable`` in ``update_step``."""
         variable.assign_add(value)
 
-    def assign_sub(self, variable: Variable, value) -> None:
+    def assign_sub(self, variable: Variable, value: TensorLike) -> None:
         """Subtract ``value`` from ``variable`` in ``update_step``."""
         variable.assign_sub(value)
 
-    def update_step(self, gradient: Tensor, variable: Variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """Update ``variable`` (and its slots) from ``gradient``; subclasses define it.
 
         Args:

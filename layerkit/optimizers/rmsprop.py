@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
+from layerkit._core.variable import Variable
 from layerkit.optimizers.optimizer import Optimizer
 from layerkit.primitives import elementwise as _ew
 
@@ -77,7 +80,8 @@ class RMSprop(Optimizer):
         else:
             np.subtract(v, t, out=v)
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops (the reference for ``_kernel``)."""
         rho, c = self.rho, 1.0 - self.rho
         vel = self.get_slot(variable, "velocity")

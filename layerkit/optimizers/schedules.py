@@ -12,6 +12,7 @@ import numpy as np
 
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 
 __all__ = ["LearningRateSchedule", "ExponentialDecay", "CosineDecay", "PiecewiseConstantDecay",
            "InverseTimeDecay", "PolynomialDecay", "CosineDecayRestarts", "serialize",
@@ -37,7 +38,7 @@ class LearningRateSchedule:
         0.02
     """
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         raise NotImplementedError(
             f"learning-rate schedule '{type(self).__name__}' must override __call__(step)"
         )
@@ -84,7 +85,7 @@ class ExponentialDecay(LearningRateSchedule):
         self.staircase = staircase
         self.name = name
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         p = _step(step) / self.decay_steps
         if self.staircase:
             p = math.floor(p)
@@ -134,7 +135,7 @@ class CosineDecay(LearningRateSchedule):
         cosine = 0.5 * (1.0 + math.cos(math.pi * step / self.decay_steps))
         return start_lr * ((1.0 - self.alpha) * cosine + self.alpha)
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         s = _step(step)
         if self.warmup_target is None:
             return float(self._decay(min(s, self.decay_steps), self.initial_learning_rate))
@@ -175,7 +176,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         self.values = list(values)
         self.name = name
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         s = _step(step)
         for b, v in zip(self.boundaries, self.values):
             if s <= b:
@@ -215,7 +216,7 @@ class InverseTimeDecay(LearningRateSchedule):
         self.staircase = staircase
         self.name = name
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         p = _step(step) / self.decay_steps
         if self.staircase:
             p = math.floor(p)
@@ -254,7 +255,7 @@ class PolynomialDecay(LearningRateSchedule):
         self.cycle = cycle
         self.name = name
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         s = _step(step)
         steps = float(self.decay_steps)
         if self.cycle:
@@ -295,7 +296,7 @@ class CosineDecayRestarts(LearningRateSchedule):
         self.alpha = alpha
         self.name = name
 
-    def __call__(self, step) -> float:
+    def __call__(self, step: TensorLike) -> float:
         frac = _step(step) / self.first_decay_steps
         t, m = float(self._t_mul), float(self._m_mul)
         if t == 1.0:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
+from layerkit._core.variable import Variable
 from layerkit.optimizers.optimizer import Optimizer
 from layerkit.primitives import elementwise as _ew
 
@@ -70,7 +73,8 @@ class SGD(Optimizer):
         else:
             np.add(v, m, out=v)
 
-    def update_step(self, gradient, variable, learning_rate) -> None:
+    def update_step(self, gradient: Tensor, variable: Variable,
+                    learning_rate: TensorLike) -> None:
         """The update rule in layerkit ops (the reference for ``_kernel``)."""
         step = _ew.multiply(gradient, _ew.cast(learning_rate, variable.dtype))
         if not self.momentum:

@@ -31,6 +31,7 @@ from layerkit._core import context
 from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit.primitives.creation import shape_arg
 
 __all__: list[str] = []  # public names are exported through layerkit.random
@@ -243,13 +244,13 @@ class Generator:
         self._rng = np.random.Generator(np.random.PCG64(self._seed))
 
     @classmethod
-    def from_seed(cls, seed: int, alg=None) -> Generator:
+    def from_seed(cls, seed: int, alg: str | None = None) -> Generator:
         """TF-style constructor: ``Generator.from_seed(seed)`` (``alg`` is accepted; the
         stream is always PCG64)."""
         return cls(seed)
 
     @classmethod
-    def from_non_deterministic_state(cls, alg=None) -> Generator:
+    def from_non_deterministic_state(cls, alg: str | None = None) -> Generator:
         """A generator seeded from fresh OS entropy (``tf.random.Generator``'s name)."""
         return cls(int(np.random.SeedSequence().entropy % (2**63)))
 
@@ -263,7 +264,7 @@ class Generator:
         return wrap(self._rng.integers(0, 2**63 - 1, (2, int(count)),
                                                      dtype=np.int64))
 
-    def uniform_full_int(self, shape, dtype=np.int64) -> Tensor:
+    def uniform_full_int(self, shape: ShapeLike, dtype: DTypeLike = np.int64) -> Tensor:
         """Integers drawn uniformly from the whole range of ``dtype``."""
         dt = as_dtype(dtype)
         info = np.iinfo(dt)
@@ -548,7 +549,8 @@ def categorical(logits, num_samples: int, dtype=_INT64, seed=None) -> Tensor:
     return _categorical(source_of(seed, "lk.random.categorical"), logits, num_samples, dtype)
 
 
-def gamma(shape, alpha, beta=None, dtype=FLOATX, seed=None) -> Tensor:
+def gamma(shape: ShapeLike, alpha: TensorLike, beta: TensorLike | None = None,
+          dtype: DTypeLike = FLOATX, seed: int | Generator | None = None) -> Tensor:
     """Gamma samples of shape ``shape + broadcast(alpha, beta).shape`` (``tf.random.gamma``:
     ``alpha`` the concentration, ``beta`` the rate, 1 by default). ``seed`` as in
     :func:`normal`. No gradient flows to ``alpha``/``beta``."""
@@ -558,7 +560,8 @@ def gamma(shape, alpha, beta=None, dtype=FLOATX, seed=None) -> Tensor:
                  source=source_of(seed, "lk.random.gamma"))
 
 
-def poisson(shape, lam, dtype=FLOATX, seed=None) -> Tensor:
+def poisson(shape: ShapeLike, lam: TensorLike, dtype: DTypeLike = FLOATX,
+            seed: int | Generator | None = None) -> Tensor:
     """Poisson counts of shape ``shape + lam.shape`` with rates ``lam`` (``tf.random.poisson``;
     float32 by default, integer dtypes allowed). ``seed`` as in :func:`normal`."""
     dt = as_dtype(dtype)

@@ -14,11 +14,15 @@ min scatters ``lk.tensor_scatter_nd_max`` / ``tensor_scatter_nd_min``.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import reduce as _reduce
@@ -40,7 +44,7 @@ def _blocks(x: Tensor, block_size: int, data_format: str, op: str) -> tuple:
 
 
 @export("nn")
-def space_to_depth(input, block_size: int, data_format: str = "NHWC",  # noqa: A002
+def space_to_depth(input: TensorLike, block_size: int, data_format: str = "NHWC",  # noqa: A002
                    name: str | None = None) -> Tensor:
     """Move ``block_size x block_size`` spatial blocks into the channel axis (TF's
     order: output channel ``(row_in_block * block_size + col_in_block) * C + c``).
@@ -62,7 +66,7 @@ def space_to_depth(input, block_size: int, data_format: str = "NHWC",  # noqa: A
 
 
 @export("nn")
-def depth_to_space(input, block_size: int, data_format: str = "NHWC",  # noqa: A002
+def depth_to_space(input: TensorLike, block_size: int, data_format: str = "NHWC",  # noqa: A002
                    name: str | None = None) -> Tensor:
     """The inverse of :func:`space_to_depth`.
 
@@ -90,9 +94,10 @@ def _ints(v, what: str) -> list[int]:
 
 
 @export("lk")
-def strided_slice(input_, begin, end, strides=None, begin_mask: int = 0, end_mask: int = 0,
+def strided_slice(input_: TensorLike, begin: TensorLike, end: TensorLike,
+                  strides: TensorLike | None = None, begin_mask: int = 0, end_mask: int = 0,
                   ellipsis_mask: int = 0, new_axis_mask: int = 0, shrink_axis_mask: int = 0,
-                  var=None, name: str | None = None) -> Tensor:
+                  var: Any = None, name: str | None = None) -> Tensor:
     """``input_[begin:end:strides]`` per axis, with TensorFlow's bit masks (bit ``i``
     of ``begin_mask``/``end_mask`` ignores that bound, ``shrink_axis_mask`` takes the
     single index ``begin[i]``, ``new_axis_mask`` inserts an axis, ``ellipsis_mask``
@@ -119,13 +124,14 @@ def strided_slice(input_, begin, end, strides=None, begin_mask: int = 0, end_mas
 
 
 @export("lk")
-def shape_n(input, out_type=np.int32, name: str | None = None) -> list:  # noqa: A002
+def shape_n(input: Sequence[TensorLike], out_type: DTypeLike = np.int32,
+            name: str | None = None) -> list:  # noqa: A002
     """The shapes of several tensors, as a list of 1-D integer tensors (``tf.shape_n``)."""
     return [shape(t, out_type=out_type) for t in input]
 
 
 @export("nn")
-def zero_fraction(value, name: str | None = None) -> Tensor:
+def zero_fraction(value: TensorLike, name: str | None = None) -> Tensor:
     """The fraction of elements of ``value`` that are zero, as a float32 scalar."""
     v = convert_to_tensor(value)
     return _reduce.reduce_mean(_ew.cast(_ew.equal(v, 0), np.float32))
@@ -154,7 +160,8 @@ _SCATTER_EXTREME = Op("tensor_scatter_nd_extreme", _scatter_extreme_fwd, _scatte
 
 
 @export("lk")
-def tensor_scatter_nd_max(tensor, indices, updates, name: str | None = None) -> Tensor:
+def tensor_scatter_nd_max(tensor: TensorLike, indices: TensorLike, updates: TensorLike,
+                          name: str | None = None) -> Tensor:
     """``tensor`` with each indexed entry replaced by the max of itself and its updates
     (repeated indices take the max of all); differentiable in ``tensor`` and ``updates``.
     """
@@ -164,7 +171,8 @@ def tensor_scatter_nd_max(tensor, indices, updates, name: str | None = None) -> 
 
 
 @export("lk")
-def tensor_scatter_nd_min(tensor, indices, updates, name: str | None = None) -> Tensor:
+def tensor_scatter_nd_min(tensor: TensorLike, indices: TensorLike, updates: TensorLike,
+                          name: str | None = None) -> Tensor:
     """As :func:`tensor_scatter_nd_max` with the min."""
     t = convert_to_tensor(tensor)
     idx, upd = _nd_args(indices, updates, t.shape, "tensor_scatter_nd_min")

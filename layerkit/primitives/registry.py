@@ -12,6 +12,11 @@ The decorator returns the function unchanged: it costs nothing per call.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
+
+#: a function, kept with its own signature by :func:`export` (type checkers see the op's
+#: hints through the decorator).
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: namespace ("lk" is the top level) -> public name -> function.
 NAMESPACES: dict[str, dict[str, Callable]] = {"lk": {}, "math": {}, "linalg": {}, "nn": {}}
@@ -21,7 +26,7 @@ NUMPY: dict[Callable, Callable] = {}
 _MODULES: dict[str, list[str]] = {}
 
 
-def export(*paths: str, numpy: Callable | None = None) -> Callable:
+def export(*paths: str, numpy: Callable | None = None) -> Callable[[F], F]:
     """Decorator publishing a function under each ``path`` (``"ns"`` or ``"ns.name"``),
     and as the op behind the NumPy ufunc or function ``numpy`` (same call signature).
 
@@ -30,7 +35,7 @@ def export(*paths: str, numpy: Callable | None = None) -> Callable:
             function (two ops must never silently share a public name).
     """
 
-    def decorate(fn: Callable) -> Callable:
+    def decorate(fn: F) -> F:
         publish(fn, *paths)
         if numpy is not None:
             NUMPY[numpy] = fn

@@ -15,6 +15,7 @@ import numpy as np
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit._core.variable import Variable
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
@@ -313,8 +314,10 @@ __all__ = top_level(__name__)
 
 # ---- Variable.scatter_nd_* (tf.Variable's sparse updates) --------------------------------
 def _variable_scatter(method: str, combine):
-    def update(self, indices, updates, name: str | None = None):
-        return self.assign(combine(self.value(), indices, updates))
+    def update(self: Variable, indices: TensorLike, updates: TensorLike,
+               name: str | None = None) -> Variable:
+        self.assign(combine(self.value(), indices, updates))
+        return self
     update.__name__ = update.__qualname__ = method
     update.__doc__ = (f"``tf.Variable.{method}``: assign the result of "
                       f"``lk.tensor_{method}(variable, indices, updates)``; returns the "

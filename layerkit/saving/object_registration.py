@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["register_serializable", "register_keras_serializable", "get_registered_name",
            "get_registered_object", "get_custom_objects", "CustomObjectScope",
@@ -23,7 +25,7 @@ _GLOBAL_CUSTOM_NAMES: dict = {}     # class or function -> "package>name"
 _SCOPE = threading.local()          # .stack: dicts of the active CustomObjectScopes
 
 
-def register_serializable(package: str = "Custom", name: str | None = None):
+def register_serializable(package: str = "Custom", name: str | None = None) -> Callable[[Any], Any]:
     """Class/function decorator: make a custom object loadable by name.
 
     The object is registered under ``"package>name"`` (``name`` defaults to its
@@ -69,7 +71,7 @@ def register_serializable(package: str = "Custom", name: str | None = None):
 register_keras_serializable = register_serializable
 
 
-def get_registered_name(obj) -> str:
+def get_registered_name(obj: Any) -> str:
     """The name ``obj`` is registered under, or its ``__name__`` if it is not registered."""
     try:
         return _GLOBAL_CUSTOM_NAMES[obj]
@@ -93,7 +95,7 @@ def scoped_objects() -> dict:
 
 
 def get_registered_object(name: str, custom_objects: dict | None = None,
-                          module_objects: dict | None = None):
+                          module_objects: dict | None = None) -> Any:
     """The class or function registered (or given) under ``name``, or None.
 
     Looks in the active :class:`CustomObjectScope` (innermost first), the global
@@ -130,7 +132,7 @@ class CustomObjectScope:
         True
     """
 
-    def __init__(self, *custom_objects) -> None:
+    def __init__(self, *custom_objects: dict[str, Any] | None) -> None:
         merged = {}
         for objects in custom_objects:
             if objects:

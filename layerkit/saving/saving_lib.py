@@ -39,8 +39,10 @@ import json
 import os
 import tempfile
 import zipfile
+from typing import Any
 
 from layerkit._core import distribution
+from layerkit._core.types import PathLike
 
 __all__ = ["save_model", "load_model", "model_from_json", "load_archive_weights",
            "KERAS_FORMAT_VERSION"]
@@ -56,7 +58,8 @@ _BOMB_RATIO = 100                 # ... expanding more than 100x are refused (zi
 
 
 # ---- saving ---------------------------------------------------------------------------
-def save_model(model, filepath, overwrite: bool = True, weights_format: str = "auto") -> str:
+def save_model(model: Any, filepath: PathLike, overwrite: bool = True,
+               weights_format: str = "auto") -> str:
     """Save a whole model (architecture, weights, optimizer state) as a ``.keras`` file.
 
     See the module docstring for the archive's contents.
@@ -161,8 +164,8 @@ def _weights_bytes(model, kind: str) -> tuple[str, bytes]:
 
 
 # ---- loading --------------------------------------------------------------------------
-def load_model(filepath, custom_objects: dict | None = None, compile: bool = True,
-               safe_mode: bool = True):
+def load_model(filepath: PathLike, custom_objects: dict | None = None, compile: bool = True,
+               safe_mode: bool = True) -> Any:
     """Load a model from a ``.keras`` archive written by layerkit or by Keras 3 (or from a
     legacy Keras ``.h5`` file, see :mod:`layerkit.saving.legacy_h5`).
 
@@ -334,7 +337,7 @@ def _load_weights(model, zf: zipfile.ZipFile, infos: dict, source: str, what: st
                      f"sharded or .npz archives are not supported")
 
 
-def model_from_json(json_string: str, custom_objects: dict | None = None):
+def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
     """A new model (fresh weights) from ``Model.to_json()`` output or Keras 3's.
 
     Args:

@@ -21,6 +21,7 @@ import inspect
 import threading
 import types
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def _subclasses(base) -> list:
 
 
 def _class_table(namespaces, base) -> dict:
-    table = {}
+    table: dict[str, type] = {}
     for namespace in namespaces:
         for name, value in vars(namespace).items():
             if isinstance(value, type) and issubclass(value, base) and not name.startswith("_"):
@@ -204,7 +205,7 @@ def _kind_of_object(obj) -> str | None:
 
 
 # ---- serialization ------------------------------------------------------------------------
-def serialize_keras_object(obj):
+def serialize_keras_object(obj: Any) -> Any:
     """A JSON-able config of ``obj`` that :func:`deserialize_keras_object` inverts.
 
     Plain values, lists, tuples and dicts are converted item by item; NumPy arrays and
@@ -291,8 +292,8 @@ def _class_entry(obj) -> tuple:
         if kind is not None and _builtin(cls.__name__, [kind], False) is cls:
             module = "keras" if cls.__name__ in ("Sequential", "Model") else _KERAS_MODULES[kind]
             return module, cls.__name__, None
-    module = cls.__module__ if cls.__module__ != "__main__" else None
-    return module, cls.__name__, registered or cls.__name__
+    home = cls.__module__ if cls.__module__ != "__main__" else None
+    return home, cls.__name__, registered or cls.__name__
 
 
 def _serialize_function(fn) -> dict:
@@ -328,8 +329,9 @@ def _record_shared(obj, config: dict) -> None:
 
 
 # ---- deserialization ----------------------------------------------------------------------
-def deserialize_keras_object(config, custom_objects: dict | None = None, safe_mode: bool = True,
-                             *, kind: str | None = None, module_objects: dict | None = None):
+def deserialize_keras_object(config: dict[str, Any], custom_objects: dict | None = None,
+                             safe_mode: bool = True, *, kind: str | None = None,
+                             module_objects: dict | None = None) -> Any:
     """Rebuild an object from :func:`serialize_keras_object` output (or Keras 3's).
 
     Classes and functions are looked up by name only (see the module docstring), then

@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from layerkit._core.context import get_current_name_scope, name_scope
 from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import PathLike, TensorLike
 from layerkit.io import tfevents
 from layerkit.utils.image_utils import encode_png
 
@@ -33,6 +35,8 @@ __all__ = ["SummaryWriter", "create_file_writer", "create_noop_writer", "scalar"
            "text", "image", "record_if", "should_record_summaries", "flush", "trace_on",
            "trace_off", "trace_export", "set_step", "get_step", "summary_scope"]
 
+#: a summary step: an int, an integer Tensor or Variable (read when written), or None.
+StepLike = int | Tensor | None
 _NO_STEP = ("No step set. Please specify one either through the `step` argument or "
             "through lk.summary.experimental.set_step()")
 
@@ -42,8 +46,8 @@ class _State(threading.local):
 
     def __init__(self) -> None:
         self.writer: SummaryWriter | None = None
-        self.step = None
-        self.is_recording = True
+        self.step: StepLike = None
+        self.is_recording: Any = True  # a bool, a bool Tensor or a callable returning one
 
 
 _STATE = _State()
@@ -58,7 +62,7 @@ class SummaryWriter:
     does so for good. Summary ops write to the default writer.
     """
 
-    def set_as_default(self, step=None) -> None:
+    def set_as_default(self, step: StepLike = None) -> None:
         """Make this the default writer (and ``step``, if given, the default step) for
         the rest of the current thread."""
         self._check_open()
@@ -67,7 +71,7 @@ class SummaryWriter:
             _STATE.step = step
 
     @contextlib.contextmanager
-    def as_default(self, step=None) -> Iterator[SummaryWriter]:
+    def as_default(self, step: StepLike = None) -> Iterator[SummaryWriter]:
         """A context in which this is the default writer (and ``step``, if given, the
         default step); both are restored on exit, and the writer is flushed on a normal
         exit.
@@ -109,29 +113,33 @@ class _FileWriter(SummaryWriter):
         self.logdir = os.fspath(logdir)
         self.max_queue = 10 if max_queue is None else int(max_queue)
         self.flush_millis = 120_000 if flush_millis is None else int(flush_millis)
-        self._events = tfevents.EventFileWriter(
+        events = tfevents.EventFileWriter(
             self.logdir, ".v2" if filename_suffix is None else filename_suffix)
-        self.path = self._events.path  # the event file
+        self._events: tfevents.EventFileWriter | None = events
+        self.path = events.path  # the event file
         self._pending = 0
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
 
-    def _check_open(self) -> None:
+    def _opened(self) -> tfevents.EventFileWriter:
         if self._events is None:
             raise RuntimeError(f"the summary writer for logdir {self.logdir!r} is already "
                                f"closed")
+        return self._events
+
+    def _check_open(self) -> None:
+        self._opened()
 
     def _write(self, tag: str, value, step: int, plugin: str, description) -> None:
         with self._lock:
-            self._check_open()
-            self._events.add_tensor(tag, value, step, plugin, description)
+            self._opened().add_tensor(tag, value, step, plugin, description)
             self._pending += 1
             if (self._pending >= self.max_queue
                     or (time.monotonic() - self._last_flush) * 1000 >= self.flush_millis):
                 self._flush()
 
     def _flush(self) -> None:
-        self._events.flush()
+        self._opened().flush()
         self._pending = 0
         self._last_flush = time.monotonic()
 
@@ -169,9 +177,9 @@ class _NoopWriter(SummaryWriter):
         return "<lk.summary no-op writer>"
 
 
-def create_file_writer(logdir, max_queue: int | None = None, flush_millis: int | None = None,
-                       filename_suffix: str | None = None, name: str | None = None
-                       ) -> SummaryWriter:
+def create_file_writer(logdir: PathLike, max_queue: int | None = None,
+                       flush_millis: int | None = None, filename_suffix: str | None = None,
+                       name: str | None = None) -> SummaryWriter:
     """A summary writer for the event file TensorBoard reads (``tf.summary.create_file_writer``).
 
     The file ``events.out.tfevents.<time>.<host>.<pid>.<n><suffix>`` is created in
@@ -219,7 +227,7 @@ def flush(writer: SummaryWriter | None = None, name: str | None = None) -> None:
 
 
 # ---- step and recording condition -------------------------------------------------------
-def set_step(step) -> None:
+def set_step(step: StepLike) -> None:
     """Set the default step of summary ops in this thread (``tf.summary.experimental.set_step``).
 
     Args:
@@ -229,13 +237,13 @@ def set_step(step) -> None:
     _STATE.step = step
 
 
-def get_step():
+def get_step() -> Any:
     """The default step set by :func:`set_step` or ``as_default(step)``, or None."""
     return _STATE.step
 
 
 @contextlib.contextmanager
-def record_if(condition) -> Iterator[None]:
+def record_if(condition: TensorLike) -> Iterator[None]:
     """Write summaries inside the block only when ``condition`` holds (``tf.summary.record_if``).
 
     Args:
@@ -354,7 +362,7 @@ def _array(data) -> np.ndarray:
     return np.asarray(data._rv if isinstance(data, Tensor) else data)
 
 
-def scalar(name: str, data, step=None, description: str | None = None) -> Tensor:
+def scalar(name: str, data: Any, step: StepLike = None, description: str | None = None) -> Tensor:
     """Write a scalar summary (``tf.summary.scalar``): a float32 value under ``name``.
 
     Args:
@@ -377,7 +385,7 @@ def scalar(name: str, data, step=None, description: str | None = None) -> Tensor
     return _write(name, data, step, "scalars", lambda a: a.astype(np.float32), description)
 
 
-def text(name: str, data, step=None, description: str | None = None) -> Tensor:
+def text(name: str, data: Any, step: StepLike = None, description: str | None = None) -> Tensor:
     """Write a text summary (``tf.summary.text``): a string, or a string array shown as a
     table; Markdown is rendered by TensorBoard.
 
@@ -419,7 +427,7 @@ def _histogram_buckets(data: np.ndarray, buckets) -> np.ndarray:
                     axis=1)
 
 
-def histogram(name: str, data, step=None, buckets: int | None = None,
+def histogram(name: str, data: Any, step: StepLike = None, buckets: int | None = None,
               description: str | None = None) -> Tensor:
     """Write a histogram summary (``tf.summary.histogram``) of all of ``data``'s elements.
 
@@ -472,7 +480,7 @@ def _encode_images(data: np.ndarray, max_outputs: int) -> np.ndarray:
                     dtype=object)
 
 
-def image(name: str, data, step=None, max_outputs: int = 3,
+def image(name: str, data: Any, step: StepLike = None, max_outputs: int = 3,
           description: str | None = None) -> Tensor:
     """Write an image summary (``tf.summary.image``): up to ``max_outputs`` PNG images.
 
@@ -498,7 +506,7 @@ def image(name: str, data, step=None, max_outputs: int = 3,
 
 
 @contextlib.contextmanager
-def summary_scope(name: str, default_name: str | None = None, values=None
+def summary_scope(name: str, default_name: str | None = None, values: Any = None
                   ) -> Iterator[tuple[str, str]]:
     """``(tag, scope)`` for a custom summary op (``tf.summary.experimental.summary_scope``):
     the tag is ``name`` under the current name scope, and a name scope is opened."""
@@ -510,7 +518,8 @@ def summary_scope(name: str, default_name: str | None = None, values=None
 
 
 # ---- tracing (graphs and profiles): not available ---------------------------------------
-def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir=None) -> None:
+def trace_on(graph: bool = True, profiler: bool = False,
+             profiler_outdir: PathLike | None = None) -> None:
     """Not available: layerkit has no TensorFlow graph or profiler to trace.
 
     Raises:
@@ -526,7 +535,8 @@ def trace_off() -> None:
     """Stop tracing: nothing to do, since :func:`trace_on` never starts it."""
 
 
-def trace_export(name: str, step=None, profiler_outdir=None) -> None:
+def trace_export(name: str, step: StepLike = None,
+                 profiler_outdir: PathLike | None = None) -> None:
     """Export a trace: as in TensorFlow without ``trace_on``, warn and write nothing."""
     warnings.warn("lk.summary.trace_export: no trace to export (lk.summary.trace_on is not "
                   "available in layerkit)", stacklevel=2)

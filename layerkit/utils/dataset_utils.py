@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 
@@ -102,8 +103,8 @@ def _split_sizes(left_size, right_size, total: int) -> tuple[int, int]:
     return int(left), int(right)
 
 
-def split_dataset(dataset, left_size=None, right_size=None, shuffle: bool = False,
-                  seed: int | None = None) -> tuple[Dataset, Dataset]:
+def split_dataset(dataset: Any, left_size: Any = None, right_size: Any = None,
+                  shuffle: bool = False, seed: int | None = None) -> tuple[Dataset, Dataset]:
     """Split a dataset into a left and a right ``lk.data.Dataset`` (Keras 3's
     ``keras.utils.split_dataset``).
 

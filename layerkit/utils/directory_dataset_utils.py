@@ -6,9 +6,12 @@ Pillow extra)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import PathLike, TensorLike
 from layerkit.data import AUTOTUNE, Dataset
 from layerkit.primitives.image import RESIZE_METHODS
 from layerkit.utils import image_utils
@@ -92,7 +95,7 @@ def _index_directory(what: str, directory, labels, formats, class_names, shuffle
                     found.append(index)
     if labels == "inferred":
         labels = np.asarray(found, np.int32)
-        names = list(subdirs)
+        names: list[str] | None = list(subdirs)
     elif labels is None:
         names = None
     else:
@@ -105,7 +108,7 @@ def _index_directory(what: str, directory, labels, formats, class_names, shuffle
         labels = np.asarray(labels)
     if verbose:
         print(f"Found {len(paths)} files." if labels is None else
-              f"Found {len(paths)} files belonging to {len(names)} classes.")
+              f"Found {len(paths)} files belonging to {len(names or ())} classes.")
     if shuffle:
         np.random.RandomState(seed).shuffle(paths)
         if labels is not None:
@@ -160,7 +163,7 @@ def _build(what: str, noun: str, directory, formats, load, labels, label_mode, c
     if labels is None or label_mode is None:
         labels, label_mode = None, None
     if seed is None:
-        seed = int(np.random.randint(1e6))
+        seed = int(np.random.randint(1_000_000))
     paths, found, names = _index_directory(what, directory, labels, formats, class_names,
                                            shuffle, seed, follow_links, verbose)
     if label_mode == "binary" and len(names) != 2:
@@ -189,12 +192,13 @@ def _build(what: str, noun: str, directory, formats, load, labels, label_mode, c
     return datasets if subset == "both" else datasets[0]
 
 
-def text_dataset_from_directory(directory, labels="inferred", label_mode="int",
-                                class_names=None, batch_size: int | None = 32,
-                                max_length: int | None = None, shuffle: bool = True,
-                                seed: int | None = None, validation_split: float | None = None,
-                                subset: str | None = None, follow_links: bool = False,
-                                format: str = "tf", verbose: bool = True):
+def text_dataset_from_directory(directory: PathLike, labels: TensorLike = "inferred",
+                                label_mode: str = "int", class_names: Sequence[str] | None = None,
+                                batch_size: int | None = 32, max_length: int | None = None,
+                                shuffle: bool = True, seed: int | None = None,
+                                validation_split: float | None = None, subset: str | None = None,
+                                follow_links: bool = False, format: str = "tf",
+                                verbose: bool = True) -> Any:
     """Text files (``.txt``) in class subdirectories as a Dataset of ``(texts, labels)``.
 
     Keras 3's ``keras.utils.text_dataset_from_directory``: with ``labels='inferred'`` each
@@ -241,15 +245,15 @@ def text_dataset_from_directory(directory, labels="inferred", label_mode="int",
                   subset, follow_links, format, verbose)
 
 
-def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
-                                 class_names=None, color_mode: str = "rgb",
-                                 batch_size: int | None = 32, image_size=(256, 256),
-                                 shuffle: bool = True, seed: int | None = None,
-                                 validation_split: float | None = None,
+def image_dataset_from_directory(directory: PathLike, labels: TensorLike = "inferred",
+                                 label_mode: str = "int", class_names: Sequence[str] | None = None,
+                                 color_mode: str = "rgb", batch_size: int | None = 32,
+                                 image_size: tuple[int, int] = (256, 256), shuffle: bool = True,
+                                 seed: int | None = None, validation_split: float | None = None,
                                  subset: str | None = None, interpolation: str = "bilinear",
                                  follow_links: bool = False, crop_to_aspect_ratio: bool = False,
-                                 pad_to_aspect_ratio: bool = False, data_format=None,
-                                 format: str = "tf", verbose: bool = True):
+                                 pad_to_aspect_ratio: bool = False, data_format: str | None = None,
+                                 format: str = "tf", verbose: bool = True) -> Any:
     """Images (png, bmp, jpeg, gif) in class subdirectories as a Dataset of
     ``(images, labels)``.
 

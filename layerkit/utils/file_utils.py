@@ -9,6 +9,7 @@ import tempfile
 import urllib.parse
 import urllib.request
 import zipfile
+from typing import Any
 
 __all__ = ["get_file"]
 
@@ -93,9 +94,9 @@ def _extract(archive: str, target: str, archive_format) -> bool:
     return False
 
 
-def get_file(fname=None, origin=None, untar: bool = False, md5_hash=None, file_hash=None,
-             cache_subdir: str = "datasets", hash_algorithm: str = "auto",
-             extract: bool = False, archive_format="auto", cache_dir=None,
+def get_file(fname: Any = None, origin: Any = None, untar: bool = False, md5_hash: Any = None,
+             file_hash: Any = None, cache_subdir: str = "datasets", hash_algorithm: str = "auto",
+             extract: bool = False, archive_format: str = "auto", cache_dir: Any = None,
              force_download: bool = False) -> str:
     """A file from Keras's cache (``~/.keras/datasets`` by default), never downloaded.
 
@@ -166,7 +167,7 @@ def get_file(fname=None, origin=None, untar: bool = False, md5_hash=None, file_h
         target = os.path.join(datadir, fname)
 
     def matches() -> bool:
-        return file_hash is None or _hash_file(target, algorithm) == file_hash
+        return file_hash is None or algorithm is None or _hash_file(target, algorithm) == file_hash
 
     fetch = force_download or not os.path.exists(target) or not matches()
     if fetch:

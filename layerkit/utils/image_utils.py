@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any
 
 import numpy as np
 
+from layerkit._core.types import DTypeLike, PathLike, TensorLike
 from layerkit.primitives import image as _image
 
 __all__: list[str] = []
@@ -437,8 +439,8 @@ def check_data_format(what: str, data_format) -> str:
                      f"Received: data_format={data_format!r}")
 
 
-def load_img(path, color_mode: str = "rgb", target_size=None,
-             interpolation: str = "nearest", keep_aspect_ratio: bool = False):
+def load_img(path: PathLike, color_mode: str = "rgb", target_size: tuple[int, int] | None = None,
+             interpolation: str = "nearest", keep_aspect_ratio: bool = False) -> Any:
     """Load an image file as a Pillow image (Keras 3's ``keras.utils.load_img``).
 
     Args:
@@ -498,7 +500,7 @@ def load_img(path, color_mode: str = "rgb", target_size=None,
     return img
 
 
-def img_to_array(img, data_format=None, dtype=None) -> np.ndarray:
+def img_to_array(img: Any, data_format: str | None = None, dtype: DTypeLike = None) -> np.ndarray:
     """A Pillow image (or anything array-like) as a 3-D NumPy array (Keras 3's
     ``keras.utils.img_to_array``): ``(height, width, channels)``, a grayscale image
     getting a channel axis, or channels first; float32 unless ``dtype`` is given.
@@ -518,7 +520,8 @@ def img_to_array(img, data_format=None, dtype=None) -> np.ndarray:
     return x
 
 
-def array_to_img(x, data_format=None, scale: bool = True, dtype=None):
+def array_to_img(x: TensorLike, data_format: str | None = None, scale: bool = True,
+                 dtype: DTypeLike = None) -> Any:
     """A 3-D array as a Pillow image (Keras 3's ``keras.utils.array_to_img``).
 
     With ``scale`` the values are mapped linearly so that the minimum is 0 and the
@@ -531,30 +534,30 @@ def array_to_img(x, data_format=None, scale: bool = True, dtype=None):
     """
     data_format = check_data_format("array_to_img", data_format)
     Image = _pil("array_to_img")
-    x = np.array(x, dtype=dtype or "float32")
-    if x.ndim != 3:
+    arr = np.array(x, dtype=dtype or "float32")
+    if arr.ndim != 3:
         raise ValueError(f"array_to_img: expected image array to have rank 3 (single "
-                         f"image). Got array with shape: {x.shape}")
+                         f"image). Got array with shape: {arr.shape}")
     if data_format == "channels_first":
-        x = x.transpose(1, 2, 0)
+        arr = arr.transpose(1, 2, 0)
     if scale:
-        x = x - np.min(x)
-        top = np.max(x)
+        arr = arr - np.min(arr)
+        top = np.max(arr)
         if top != 0:
-            x = x / top
-        x = x * 255
-    mode = {4: "RGBA", 3: "RGB", 1: "L"}.get(x.shape[2])
+            arr = arr / top
+        arr = arr * 255
+    mode = {4: "RGBA", 3: "RGB", 1: "L"}.get(arr.shape[2])
     if mode is None:
-        raise ValueError(f"array_to_img: unsupported channel number: {x.shape[2]}")
+        raise ValueError(f"array_to_img: unsupported channel number: {arr.shape[2]}")
     if mode == "L":
-        if np.max(x) > 255:
-            return Image.fromarray(x[:, :, 0].astype(np.int32), "I")
-        return Image.fromarray(x[:, :, 0].astype(np.uint8), "L")
-    return Image.fromarray(x.astype(np.uint8), mode)
+        if np.max(arr) > 255:
+            return Image.fromarray(arr[:, :, 0].astype(np.int32), "I")
+        return Image.fromarray(arr[:, :, 0].astype(np.uint8), "L")
+    return Image.fromarray(arr.astype(np.uint8), mode)
 
 
-def save_img(path, x, data_format=None, file_format: str | None = None, scale: bool = True,
-             **kwargs) -> None:
+def save_img(path: PathLike, x: TensorLike, data_format: str | None = None,
+             file_format: str | None = None, scale: bool = True, **kwargs: Any) -> None:
     """Save a 3-D array as an image file (Keras 3's ``keras.utils.save_img``): the format
     from ``file_format`` or the file name's extension; RGBA saved as JPEG is converted to
     RGB with a warning; ``kwargs`` go to Pillow's ``Image.save``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 from layerkit._core.nest import flatten
 
@@ -230,10 +231,10 @@ def _image(path: str, model, items, rankdir: str, dpi) -> None:
     plt.close(fig)
 
 
-def plot_model(model, to_file="model.png", show_shapes: bool = False, show_dtype: bool = False,
-               show_layer_names: bool = True, rankdir: str = "TB", expand_nested: bool = False,
-               dpi: int = 200, show_layer_activations: bool = False,
-               show_trainable: bool = False, **kwargs) -> str:
+def plot_model(model: Any, to_file: str = "model.png", show_shapes: bool = False,
+               show_dtype: bool = False, show_layer_names: bool = True, rankdir: str = "TB",
+               expand_nested: bool = False, dpi: int = 200, show_layer_activations: bool = False,
+               show_trainable: bool = False, **kwargs: Any) -> str:
     """Draw a model's layer graph (Keras 3's ``keras.utils.plot_model``, without graphviz).
 
     The boxes and their fields are Keras's (``name (Class)``, activation, input and

@@ -1,9 +1,12 @@
 """``to_categorical`` and ``normalize`` (Keras 3's ``keras.utils`` numerical helpers)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.primitives import array as _shape
 from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
@@ -23,7 +26,7 @@ def _class_indices(x, what: str) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def to_categorical(x, num_classes: int | None = None):
+def to_categorical(x: TensorLike, num_classes: int | None = None) -> Any:
     """One-hot encode class indices.
 
     A trailing axis of size 1 is dropped first (``(n, 1)`` labels give ``(n, classes)``),
@@ -76,7 +79,7 @@ def to_categorical(x, num_classes: int | None = None):
     return out.reshape(tuple(shape) + (num_classes,))
 
 
-def normalize(x, axis: int = -1, order: int = 2):
+def normalize(x: TensorLike, axis: int = -1, order: int = 2) -> Any:
     """Scale ``x`` to unit ``order``-norm along ``axis`` (zero vectors stay zero).
 
     Args:
@@ -106,6 +109,5 @@ def normalize(x, axis: int = -1, order: int = 2):
     a = np.asarray(x)
     if a.dtype.kind not in "fc":
         a = a.astype(np.float64)
-    norm = np.linalg.norm(a, order, axis, keepdims=True) if a.ndim else np.abs(a)
-    norm = np.where(norm == 0, 1, norm)
-    return a / norm
+    lengths = np.linalg.norm(a, order, axis, keepdims=True) if a.ndim else np.abs(a)
+    return a / np.where(lengths == 0, 1, lengths)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -80,8 +81,9 @@ class Progbar:
     """
 
     def __init__(self, target: int | None, width: int = 20, verbose: int = 1,
-                 interval: float = 0.05, stateful_metrics=None, stateless_metrics=None,
-                 unit_name: str = "step", *, stream=None, dynamic: bool | None = None) -> None:
+                 interval: float = 0.05, stateful_metrics: Any = None,
+                 stateless_metrics: Any = None, unit_name: str = "step", *, stream: Any = None,
+                 dynamic: bool | None = None) -> None:
         if stateful_metrics is not None and stateless_metrics is not None:
             raise ValueError("Progbar: give only one of stateful_metrics (names shown as is) "
                              "and stateless_metrics (names averaged), not both")
@@ -93,8 +95,8 @@ class Progbar:
         self.interval = interval
         self.unit_name = unit_name
         if stateless_metrics is not None:
-            self.stateful_metrics = None
-            self.stateless_metrics = set(stateless_metrics)
+            self.stateful_metrics: set[str] | None = None
+            self.stateless_metrics: set[str] | None = set(stateless_metrics)
         else:
             self.stateful_metrics = set(stateful_metrics or ())
             self.stateless_metrics = None
@@ -104,7 +106,7 @@ class Progbar:
             dynamic = bool(isatty and isatty()) or "ipykernel" in sys.modules
         self.dynamic = bool(dynamic) and verbose == 1
         self._start = time.perf_counter()
-        self._after_first_step = None
+        self._after_first_step: float | None = None
         self._last_draw = float("-inf")  # the first update is drawn at once
         self._last_len = 0
         self._seen_so_far = 0
@@ -118,7 +120,7 @@ class Progbar:
     def _averaged(self, name: str) -> bool:
         if self.stateful_metrics is not None:
             return name not in self.stateful_metrics
-        return name in self.stateless_metrics
+        return name in (self.stateless_metrics or ())
 
     def _record(self, current: int, values, finalize: bool) -> None:
         items = values.items() if isinstance(values, dict) else values
@@ -174,7 +176,7 @@ class Progbar:
                 out += f" - {name}: {total}"
         return out
 
-    def update(self, current: int, values=None, finalize: bool | None = None) -> None:
+    def update(self, current: int, values: Any = None, finalize: bool | None = None) -> None:
         """Record progress ``current`` with ``values`` and redraw if due.
 
         Args:
@@ -209,11 +211,11 @@ class Progbar:
             self.stream.write(line + "\n")
         self.stream.flush()
 
-    def add(self, n: int, values=None) -> None:
+    def add(self, n: int, values: Any = None) -> None:
         """Advance by ``n`` steps (``update(seen + n, values)``)."""
         self.update(self._seen_so_far + n, values)
 
-    def finish(self, values=None, prefix: str = "") -> None:
+    def finish(self, values: Any = None, prefix: str = "") -> None:
         """Write the final line at the current step (``prefix`` starts it when the bar is
         not redrawn in place, e.g. ``'Epoch 3/10 - '``)."""
         if self.target is None:   # now known: the final line shows a full bar

@@ -1,13 +1,18 @@
 """``pad_sequences``: pad/truncate sequences to one length (Keras 3's rules)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+
+from layerkit._core.types import DTypeLike
 
 __all__ = ["pad_sequences"]
 
 
-def pad_sequences(sequences, maxlen: int | None = None, dtype="int32", padding: str = "pre",
-                  truncating: str = "pre", value=0.0) -> np.ndarray:
+def pad_sequences(sequences: Sequence[Any], maxlen: int | None = None, dtype: DTypeLike = "int32",
+                  padding: str = "pre", truncating: str = "pre", value: Any = 0.0) -> np.ndarray:
     """Pad (or truncate) a list of sequences into one ``(len(sequences), maxlen, ...)`` array.
 
     Keras 3's ``keras.utils.pad_sequences``: sequences longer than ``maxlen`` lose values

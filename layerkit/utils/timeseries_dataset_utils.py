@@ -1,9 +1,12 @@
 """``timeseries_dataset_from_array``: sliding windows over a timeseries as an lk.data Dataset."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.data import Dataset
 
 __all__ = ["timeseries_dataset_from_array"]
@@ -19,10 +22,10 @@ def _positive_below(name: str, value, length: int) -> None:
                          f"{length}")
 
 
-def timeseries_dataset_from_array(data, targets, sequence_length: int, sequence_stride: int = 1,
-                                  sampling_rate: int = 1, batch_size: int | None = 128,
-                                  shuffle: bool = False, seed: int | None = None,
-                                  start_index: int | None = None,
+def timeseries_dataset_from_array(data: Any, targets: TensorLike, sequence_length: int,
+                                  sequence_stride: int = 1, sampling_rate: int = 1,
+                                  batch_size: int | None = 128, shuffle: bool = False,
+                                  seed: int | None = None, start_index: int | None = None,
                                   end_index: int | None = None) -> Dataset:
     """Sliding windows over a timeseries, as a ``lk.data.Dataset`` (Keras 3's
     ``keras.utils.timeseries_dataset_from_array``, same windows).
@@ -119,7 +122,7 @@ def timeseries_dataset_from_array(data, targets, sequence_length: int, sequence_
     positions = np.arange(0, max(num_seqs, 0), sequence_stride, dtype=index_dtype)
     if shuffle:
         if seed is None:
-            seed = np.random.randint(1e6)
+            seed = np.random.randint(1_000_000)
         np.random.RandomState(seed).shuffle(positions)
     steps = np.arange(sequence_length, dtype=index_dtype) * sampling_rate
     series = data[start:end]

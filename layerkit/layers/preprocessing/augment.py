@@ -17,6 +17,7 @@ affine matrices from the draws with float32 layerkit ops and resample with the
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,8 @@ class _Random(ImageLayer):
 
     _cast_int_inputs = True
 
-    def __init__(self, seed: int | None = None, data_format=None, **kwargs) -> None:
+    def __init__(self, seed: int | None = None, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(data_format, **kwargs)
         self.seed = seed
         self._generator = _random.Generator(seed) if seed is not None else None
@@ -84,8 +86,8 @@ class _Random(ImageLayer):
 
 class _Geometric(_Random):
     def __init__(self, fill_mode: str = "reflect", interpolation: str = "bilinear",
-                 seed: int | None = None, fill_value: float = 0.0, data_format=None,
-                 **kwargs) -> None:
+                 seed: int | None = None, fill_value: float = 0.0, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed, data_format, **kwargs)
         cls = type(self).__name__
         if fill_mode not in _FILL_MODES:
@@ -127,7 +129,7 @@ class RandomFlip(_Random):
     _MODES = ("horizontal", "vertical", "horizontal_and_vertical")
 
     def __init__(self, mode: str = "horizontal_and_vertical", seed: int | None = None,
-                 data_format=None, **kwargs) -> None:
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(seed, data_format, **kwargs)
         if mode not in self._MODES:
             raise ValueError(f"RandomFlip: `mode` must be one of {self._MODES}; received "
@@ -159,9 +161,9 @@ class RandomRotation(_Geometric):
         data_format: ``'channels_last'`` (default) or ``'channels_first'``.
     """
 
-    def __init__(self, factor, fill_mode: str = "reflect", interpolation: str = "bilinear",
-                 seed: int | None = None, fill_value: float = 0.0, data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, factor: Any, fill_mode: str = "reflect", interpolation: str = "bilinear",
+                 seed: int | None = None, fill_value: float = 0.0, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         self.factor = factor_range("RandomRotation", "factor", factor, -1.0, 1.0)
 
@@ -198,9 +200,9 @@ class RandomZoom(_Geometric):
         data_format: as :class:`RandomRotation`.
     """
 
-    def __init__(self, height_factor, width_factor=None, fill_mode: str = "reflect",
+    def __init__(self, height_factor: Any, width_factor: Any = None, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: int | None = None,
-                 fill_value: float = 0.0, data_format=None, **kwargs) -> None:
+                 fill_value: float = 0.0, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         cls = "RandomZoom"
         self.height_factor, self.width_factor = height_factor, width_factor
@@ -237,9 +239,9 @@ class RandomTranslation(_Geometric):
         data_format: as :class:`RandomRotation`.
     """
 
-    def __init__(self, height_factor, width_factor, fill_mode: str = "reflect",
+    def __init__(self, height_factor: Any, width_factor: Any, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", seed: int | None = None,
-                 fill_value: float = 0.0, data_format=None, **kwargs) -> None:
+                 fill_value: float = 0.0, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(fill_mode, interpolation, seed, fill_value, data_format, **kwargs)
         cls = "RandomTranslation"
         self.height_factor, self.width_factor = height_factor, width_factor
@@ -276,7 +278,8 @@ class RandomContrast(_Random):
 
     _cast_int_inputs = False
 
-    def __init__(self, factor, value_range=(0, 255), seed: int | None = None, **kwargs):
+    def __init__(self, factor: Any, value_range: Any = (0, 255), seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed, kwargs.pop("data_format", None), **kwargs)
         if isinstance(factor, (tuple, list)) and len(factor) == 2 and \
                 factor[0] <= 1 and factor[1] >= 0:
@@ -324,7 +327,9 @@ class RandomBrightness(_Random):
 
     _cast_int_inputs = False
 
-    def __init__(self, factor, value_range=(0, 255), seed: int | None = None, **kwargs):
+    def __init__(self, factor: float | tuple[float, float],
+                 value_range: tuple[float, float] = (0, 255), seed: int | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(seed, kwargs.pop("data_format", None), **kwargs)
         self.factor = factor_range("RandomBrightness", "factor", factor, -1.0, 1.0)
         if not isinstance(value_range, (tuple, list)) or len(value_range) != 2:
@@ -364,8 +369,8 @@ class RandomCrop(_Random):
         (1, 2, 3, 1)
     """
 
-    def __init__(self, height: int, width: int, seed: int | None = None, data_format=None,
-                 **kwargs) -> None:
+    def __init__(self, height: int, width: int, seed: int | None = None,
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(seed, data_format, **kwargs)
         self.height, self.width = int(height), int(width)
         if min(self.height, self.width) < 1:

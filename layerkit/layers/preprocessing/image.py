@@ -6,6 +6,8 @@ They take one image ``(h, w, c)`` or a batch ``(batch, h, w, c)`` (``'channels_f
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit.layers.conv import check_data_format, from_channels_last, to_channels_last
@@ -22,11 +24,11 @@ class ImageLayer(Layer):
     single image and transposes channels-first input; subclasses implement
     ``_images(x, training)`` on a channels-last batch."""
 
-    def __init__(self, data_format=None, **kwargs) -> None:
+    def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.data_format = check_data_format(type(self).__name__, data_format)
 
-    def call(self, inputs, training=True):
+    def call(self, inputs: Any, training: bool | None = True) -> Any:
         rank = len(inputs.shape)
         if rank not in (3, 4):
             raise ValueError(f"{type(self).__name__} '{self.name}': expected one image of "
@@ -83,7 +85,7 @@ class Resizing(ImageLayer):
     def __init__(self, height: int, width: int, interpolation: str = "bilinear",
                  crop_to_aspect_ratio: bool = False, pad_to_aspect_ratio: bool = False,
                  fill_mode: str = "constant", fill_value: float = 0.0, antialias: bool = False,
-                 data_format=None, **kwargs) -> None:
+                 data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(data_format, **kwargs)
         self.height, self.width = int(height), int(width)
         if min(self.height, self.width) < 1:
@@ -147,7 +149,8 @@ class CenterCrop(ImageLayer):
 
     _cast_int_inputs = True
 
-    def __init__(self, height: int, width: int, data_format=None, **kwargs) -> None:
+    def __init__(self, height: int, width: int, data_format: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(data_format, **kwargs)
         self.height, self.width = int(height), int(width)
         if min(self.height, self.width) < 1:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from layerkit._core.convert import to_array
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, DTypeLike, TensorLike
 from layerkit.layers.layer import Layer
 from layerkit.primitives import array as _array
 from layerkit.primitives import categorical as _cat
@@ -42,7 +45,7 @@ def adapt_batches(layer: str, data, steps: int | None = None, batch_samples: boo
             data = data.batch(128)
         if steps is not None:
             data = data.take(steps)
-        batches = (_first(e) for e in data.as_numpy_iterator())
+        batches: Iterator[Any] = (_first(e) for e in data.as_numpy_iterator())
     elif hasattr(data, "__iter__") and not isinstance(data, (str, bytes, dict)):
         batches = (_first(e) for e in data)
         if steps is not None:
@@ -87,8 +90,8 @@ class Normalization(Layer):
 
     _cast_int_inputs = True
 
-    def __init__(self, axis=-1, mean=None, variance=None, invert: bool = False,
-                 **kwargs) -> None:
+    def __init__(self, axis: AxisLike = -1, mean: Any = None, variance: Any = None,
+                 invert: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if axis is None:
             axis = ()
@@ -107,7 +110,7 @@ class Normalization(Layer):
                                  f" must be at most the number of axes {self.axis}")
         self.mean = self.variance = None
 
-    def build(self, input_shape) -> None:
+    def build(self, input_shape: Any) -> None:
         ndim = len(input_shape)
         if any(not -ndim <= a < ndim for a in self.axis):
             raise ValueError(f"Normalization '{self.name}': every axis must be in "
@@ -140,7 +143,7 @@ class Normalization(Layer):
             stats.append(np.broadcast_to(v, self._broadcast).copy())
         self.mean, self.variance = stats
 
-    def adapt(self, data, steps: int | None = None) -> None:
+    def adapt(self, data: Any, steps: int | None = None) -> None:
         """Learn ``mean`` and ``variance`` over every axis but the kept ones.
 
         Args:
@@ -181,7 +184,7 @@ class Normalization(Layer):
         self.adapt_mean.assign(mean.astype(self.dtype))
         self.adapt_variance.assign(var.astype(self.dtype))
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         if self.input_mean is None:
             mean = _array.reshape(self.adapt_mean, self._broadcast)
             variance = _array.reshape(self.adapt_variance, self._broadcast)
@@ -213,11 +216,11 @@ class Rescaling(Layer):
 
     _cast_int_inputs = True
 
-    def __init__(self, scale, offset=0.0, **kwargs) -> None:
+    def __init__(self, scale: float, offset: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scale, self.offset = scale, offset
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         scale = np.asarray(self.scale, self.dtype)
         offset = np.asarray(self.offset, self.dtype)
         return _ew.add(_ew.multiply(inputs, scale), offset)
@@ -264,9 +267,9 @@ class Discretization(Layer):
 
     _cast_int_inputs = True
 
-    def __init__(self, bin_boundaries=None, num_bins: int | None = None,
+    def __init__(self, bin_boundaries: Sequence[float] | None = None, num_bins: int | None = None,
                  epsilon: float = 0.01, output_mode: str = "int", sparse: bool = False,
-                 dtype=None, name: str | None = None, **kwargs) -> None:
+                 dtype: DTypeLike = None, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name=name, dtype=dtype, **kwargs)
         if output_mode not in ("int", *_cat.MODES):
             raise ValueError(f"Discretization: `output_mode` must be one of "
@@ -287,7 +290,7 @@ class Discretization(Layer):
         self.output_mode, self.sparse = output_mode, False
         self.summary = None if self.bin_boundaries else np.zeros((2, 0), np.float32)
 
-    def adapt(self, data, steps: int | None = None) -> None:
+    def adapt(self, data: Any, steps: int | None = None) -> None:
         """Set ``num_bins - 1`` boundaries at approximate quantiles of ``data`` (Keras 3's
         summary algorithm, so the same data give the same boundaries).
 
@@ -309,7 +312,7 @@ class Discretization(Layer):
         self.bin_boundaries = compress_summary(self.summary, 1.0 / self.num_bins)[0, :-1] \
             .tolist()
 
-    def call(self, inputs):
+    def call(self, inputs: Any) -> Any:
         if self.bin_boundaries is None:
             raise ValueError(f"Discretization '{self.name}': pass `bin_boundaries` or call "
                              f"adapt() before using the layer")
@@ -325,7 +328,7 @@ class Discretization(Layer):
                 "output_mode": self.output_mode, "sparse": self.sparse}
 
     @classmethod
-    def from_config(cls, config: dict):
+    def from_config(cls, config: dict) -> Any:
         """Create the layer; an adapted layer's config (boundaries and ``num_bins``)
         restores the boundaries."""
         config = dict(config)
@@ -384,7 +387,7 @@ class CategoryEncoding(Layer):
     """
 
     def __init__(self, num_tokens: int | None = None, output_mode: str = "multi_hot",
-                 sparse: bool = False, **kwargs) -> None:
+                 sparse: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if output_mode == "binary":
             output_mode = "multi_hot"
@@ -399,7 +402,7 @@ class CategoryEncoding(Layer):
                              "no sparse tensors)")
         self.num_tokens, self.output_mode, self.sparse = int(num_tokens), output_mode, False
 
-    def call(self, inputs, count_weights=None):
+    def call(self, inputs: Any, count_weights: TensorLike | None = None) -> Any:
         if count_weights is not None and self.output_mode != "count":
             raise ValueError(f"CategoryEncoding '{self.name}': `count_weights` is only used "
                              f"with output_mode='count'; this layer's is "
