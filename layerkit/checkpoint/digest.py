@@ -76,13 +76,13 @@ class Grid64:
         full = n - n % _ROW
         if full:
             words: np.ndarray = block[:full].view("<u8").reshape(-1, _ROW_WORDS)
-            self._rows.append(np.add.reduce(words, axis=1))
-            self._lanes += np.add.reduce(words, axis=0)
+            self._rows.append(np.sum(words, axis=1, dtype=_U))
+            self._lanes += np.sum(words, axis=0, dtype=_U)
         if n != full:   # the partial last row, zero-padded (at most 8 KiB copied)
             tail = np.zeros(_ROW, np.uint8)
             tail[:n - full] = block[full:]
             words = tail.view("<u8")
-            self._rows.append(np.add.reduce(words, keepdims=True))
+            self._rows.append(np.sum(words, keepdims=True, dtype=_U))
             self._lanes += words
 
     def digest(self) -> int:
@@ -91,8 +91,8 @@ class Grid64:
         ids = np.arange(1, rows.size + 1, dtype=_U) * _K1
         # 1-element arrays, not NumPy scalars: scalar uint64 overflow warns, arrays wrap.
         total = np.array([self._n], _U) * _K3
-        total += np.add.reduce(_mix(rows + ids))
-        total += np.add.reduce(_mix(self._lanes + _LANE_IDS))
+        total += np.sum(_mix(rows + ids), dtype=_U)
+        total += np.sum(_mix(self._lanes + _LANE_IDS), dtype=_U)
         return int(_mix(total)[0])
 
 

@@ -40,7 +40,7 @@ def _acceptance(initial: np.ndarray, target: np.ndarray) -> tuple:
     """Per-class acceptance probabilities of the filtered stream and the probability of
     taking an element straight from the input (tf.data's mixing scheme)."""
     ratio = target / (initial + np.finfo(np.float32).tiny)
-    hi, m = ratio.max(), ratio.min()
+    hi, m = np.max(ratio), np.min(ratio)
     accept = (ratio - m) / (hi - m) if hi > m else np.zeros_like(ratio)
     return accept, float(m)
 

@@ -108,7 +108,7 @@ def _csv_types(ds: Dataset, rows: int) -> dict:
             types[name] = np.float32
         elif kind in "iu":
             vals = np.array([row[name] for row in sample], np.int64)
-            fits = vals.size == 0 or (vals.min() >= -2**31 and vals.max() < 2**31)
+            fits = vals.size == 0 or (np.min(vals) >= -2**31 and np.max(vals) < 2**31)
             types[name] = np.int32 if fits else np.int64
     return types
 

@@ -109,9 +109,9 @@ def _histogram(values) -> bytes:
     v = v[np.isfinite(v)]
     if v.size == 0:
         v = np.zeros(1)
-    lo, hi = float(v.min()), float(v.max())
+    lo, hi = float(np.min(v)), float(np.max(v))
     counts, edges = np.histogram(v, bins=30, range=(lo, hi) if hi > lo else (lo - 0.5, lo + 0.5))
-    return (_double(1, lo) + _double(2, hi) + _double(3, v.size) + _double(4, v.sum())
+    return (_double(1, lo) + _double(2, hi) + _double(3, v.size) + _double(4, float(np.sum(v)))
             + _double(5, np.dot(v, v)) + _packed_doubles(6, edges[1:])
             + _packed_doubles(7, counts))
 

@@ -114,7 +114,7 @@ class MeanMetricWrapper(Mean):
                 m = m * sw
             sample_weight = m
         if sample_weight is None and values.ndim == 1:  # per-sample values: the fit path
-            _acc(self.total, float(np.add.reduce(values, dtype=np.float64)))
+            _acc(self.total, float(np.sum(values, dtype=np.float64)))
             _acc(self.count, float(values.shape[0]))
             return
         Mean.update_state(self, values, sample_weight)

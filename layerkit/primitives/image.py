@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,7 @@ def resize_taps(in_len: int, out_len: int, method: str, antialias: bool = False)
     width = max(inv, 1.0) if antialias else 1.0  # the triangle's half-width in input pixels
     s = (o + 0.5) * inv - 0.5  # the sample position in input pixel coordinates
     lo = np.floor(s - width).astype(np.int64) + 1  # first index strictly inside the kernel
-    k = int((np.ceil(s + width).astype(np.int64) - 1 - lo).max()) + 1
+    k = int(np.max(np.ceil(s + width).astype(np.int64) - 1 - lo)) + 1
     i = lo[None, :] + np.arange(k)[:, None]
     w = np.maximum(0.0, 1.0 - np.abs(s[None, :] - i) / width)
     w[(i < 0) | (i >= in_len)] = 0.0
@@ -186,7 +187,7 @@ def _fix(i: np.ndarray, n: int, mode: str) -> np.ndarray:
 def _nodes(c: np.ndarray, n: int, interpolation: str, mode: str):
     """(index, weight or None, valid or None) per interpolation node of coordinates ``c``."""
     if interpolation == "nearest":
-        raw = [(np.rint(c).astype(np.int64), None)]
+        raw: list[tuple[np.ndarray, Any]] = [(np.rint(c).astype(np.int64), None)]
     else:
         lower = np.floor(c)
         upper_w = c - lower
