@@ -145,6 +145,8 @@ ROWS = [
     _row("normalize", lambda x: list(lk.linalg.normalize(x, axis=1)), _n(2, 3)),
     _row("cholesky_solve", lambda a, b: lk.linalg.cholesky_solve(a, b),
          np.linalg.cholesky(_spd(3)), _n(3, 2)),
+    _row("atrous_conv2d", lambda x, k: lk.nn.atrous_conv2d(x, k, rate=2, padding="SAME"),
+         _n(1, 5, 5, 2), _n(2, 2, 2, 3)),
     # ---- rearranging ops (primitives/rearrange.py) ----------------------------------------
     _row("space_to_depth", lambda x: lk.nn.space_to_depth(x * x, 2), _n(2, 4, 6, 3)),
     _row("space_to_depth", lambda x: lk.nn.space_to_depth(x, 2, data_format="NCHW") ** 2,
