@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
@@ -21,8 +22,11 @@ from layerkit.primitives import elementwise as _ew
 from layerkit.primitives.creation import axis_arg, int_arg, shape_arg
 from layerkit.primitives.registry import export, top_level
 
-
 # ---- shape queries -------------------------------------------------------------------
+# Records used only while tracing with None dimensions (else the answer is a constant).
+_SHAPE = Op("shape", lambda x, dtype: np.array(np.shape(x), dtype))
+_SIZE = Op("size", lambda x, dtype: np.array(np.size(x), dtype))
+
 def _int_type(out_type, op: str) -> np.dtype:
     dt = as_dtype(out_type)
     if dt not in (np.dtype(np.int32), np.dtype(np.int64)):
@@ -38,13 +42,19 @@ def shape(input, out_type="int32", name: str | None = None) -> Tensor:
         >>> lk.shape(lk.zeros((2, 3))).numpy()
         array([2, 3], dtype=int32)
     """
-    return wrap(np.array(convert_to_tensor(input).shape, _int_type(out_type, "shape")))
+    dt = _int_type(out_type, "shape")
+    if context.RECORDERS and context.dynamic_dims(input) is not None:
+        return apply(_SHAPE, input, dtype=dt)  # sizes of None dimensions: at run time
+    return wrap(np.array(convert_to_tensor(input).shape, dt))
 
 
 @export("lk")
 def size(input, out_type="int32", name: str | None = None) -> Tensor:
     """The number of elements of ``input`` as an int32 scalar tensor (TF ``tf.size``)."""
-    return wrap(np.array(convert_to_tensor(input).size, _int_type(out_type, "size")))
+    dt = _int_type(out_type, "size")
+    if context.RECORDERS and context.dynamic_dims(input) is not None:
+        return apply(_SIZE, input, dtype=dt)
+    return wrap(np.array(convert_to_tensor(input).size, dt))
 
 
 @export("lk")

@@ -103,6 +103,9 @@ class Graph:
         self.outputs: list[tuple] = []
         self.out_structure = None
         self.variables: dict[int, object] = {}   # id -> Variable read or assigned
+        # Traced with symbolic (None) dimensions: one graph serves every size, value
+        # shapes are those of the trace (see executor.Program for per-shape plans).
+        self.generic = False
 
     # ---- construction ---------------------------------------------------------------
     def new_value(self, kind: str, shape: tuple, dtype, name: str = "") -> Value:
@@ -122,6 +125,7 @@ class Graph:
         g = Graph(self.name)
         g.values, g.params, g.param_names = self.values, list(self.params), self.param_names
         g.outputs, g.out_structure, g.variables = self.outputs, self.out_structure, self.variables
+        g.generic = self.generic
         g.nodes = list(nodes)
         g.renumber()
         return g
