@@ -95,9 +95,10 @@ def reshape(x, shape) -> Tensor:
     Raises:
         ValueError: naming both shapes and sizes when the element counts differ.
     """
-    dyn = dynamic_shape(shape, "reshape")
-    if dyn is not None:  # (part of) the shape is computed when the graph runs
-        return apply(_RESHAPE_DYN, x, dyn)
+    if context.RECORDERS:
+        dyn = dynamic_shape(shape, "reshape")
+        if dyn is not None:  # (part of) the shape is computed when the graph runs
+            return apply(_RESHAPE_DYN, x, dyn)
     shape = _shape_arg(shape)
     if shape and min(shape) < -1:  # NumPy takes any negative size for -1; TF does not
         raise _reshape_error(_shape_of(x), shape)

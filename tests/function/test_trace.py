@@ -152,7 +152,7 @@ def test_variable_argument_is_read_live():
     np.testing.assert_allclose(f(v2, x).numpy(), [15.0])
     v1.assign([4.0])
     np.testing.assert_allclose(f(v1, x).numpy(), [20.0])
-    assert f.trace_count == 2
+    assert f.trace_count == 1   # another Variable of the same shape and dtype: no retrace
 
 
 def test_nested_structures_in_and_out():

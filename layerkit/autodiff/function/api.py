@@ -9,6 +9,7 @@ same key run the program on the arrays: no Python function, no Tensor objects.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import threading
@@ -42,6 +43,7 @@ from layerkit.autodiff.function.trace import Tracer
 from layerkit.autodiff.nest import flatten, pack_like
 
 _new = object.__new__
+_MISSING = object()
 
 # ``y = x`` for tapes only: links the fresh graph input made for a repeated argument.
 _ALIAS = Op("alias", lambda x: x, lambda g, ins, out, needs: (g,))
@@ -119,6 +121,8 @@ class ConcreteFunction:
         self._general: list = []       # per flat tensor argument: its shape (None = any)
         self._template = ((), {})      # the traced arguments, TensorSpecs for tensors
         self._in_specs: list = []      # the flat TensorSpecs, in argument order
+        self._var_args: list = []      # the Variable arguments it was traced with
+        self._variants: dict = {}      # ids of other Variable arguments -> re-bound copy
         self._out_specs: list = []
         # A single returned tensor (the common case) skips the generic packing.
         self._single = (mode == "graph" and len(graph.outputs) == 1
@@ -208,8 +212,13 @@ class ConcreteFunction:
             args = conform(f._name, f._sig, args, f._names)
         ck = build_key(args, kwargs, f._names)
         self._check(ck, args, kwargs)
-        if context.RECORDERS and self.mode == "graph" and self.differentiable:
-            return self._run_taped(ck)
+        if context.RECORDERS or context.FUNCTIONS_EAGERLY[0]:
+            # inside a trace (inlined) or eager debugging: the Python function; under a
+            # tape: one tape node if the graph allows it, else the body for the tape
+            if (self.mode == "graph" and self.differentiable and not _trace.tracing()
+                    and not context.FUNCTIONS_EAGERLY[0]):
+                return self._run_taped(ck)
+            return f._python_fn(*args, **kwargs)
         return self._run(ck.arrays, args, kwargs)
 
     def _bind(self, args: tuple, kwargs: dict):
@@ -221,6 +230,14 @@ class ConcreteFunction:
         built = dict(zip(order, targs))
         built.update(tkwargs)
         order += list(tkwargs)
+        n_traced = len(order)
+        sig = self._function._pysig
+        if sig is not None:  # parameters left to their defaults when tracing
+            for k, p in sig.parameters.items():
+                if k not in built and p.default is not p.empty and p.kind in (
+                        p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                    built[k] = p.default
+                    order.append(k)
         tensor_keys = [k for k in order if _has_spec(built[k])]
         fname = self._function._name
         if len(args) > len(order):
@@ -253,7 +270,7 @@ class ConcreteFunction:
                 values[k] = spec
         n = len(targs)
         return (tuple(values[k] for k in order[:n]),
-                {k: values[k] for k in order[n:]})
+                {k: values[k] for k in order[n:n_traced]})
 
     def _check(self, ck, args, kwargs) -> None:
         specs = self._in_specs
@@ -275,6 +292,35 @@ class ConcreteFunction:
         if not self.graph_generic and ck.key != self._key:
             raise TypeError(f"ConcreteFunction '{fname}': the arguments do not match the "
                             f"traced signature; call the lk.function itself to retrace")
+
+    def _rebound(self, variables: list):
+        """A copy whose graph reads and assigns ``variables`` where this one's reads and
+        assigns its own Variable arguments (compiled again; the Python function does not
+        run), or None if a node holds them otherwise (a Python-call node updating one)."""
+        key = tuple(id(v) for v in variables)
+        cf = self._variants.get(key)
+        if cf is not None:
+            return cf
+        mapping = {id(a): b for a, b in zip(self._var_args, variables) if a is not b}
+        g = self.graph
+        for n in _all_nodes(g):
+            if n.kind == "op" and any(_holds(v, mapping) for v in n.attrs.values()):
+                return None
+        nodes = [_with_var(n, mapping) for n in g.nodes]
+        g2 = g.clone(nodes)
+        g2.outputs = [(k, mapping.get(id(x), x)) if k == "var" else (k, x)
+                      for k, x in g.outputs]
+        g2.variables = {id(v): v for v in (mapping.get(i, v) for i, v in g.variables.items())}
+        cf = ConcreteFunction(self._function, self._key, g2,
+                              _executor.ShapePlans(g2) if g2.generic else _executor.Program(g2),
+                              "graph", stats=self.stats)
+        for name in ("_general", "_template", "_in_specs", "_out_specs"):
+            setattr(cf, name, getattr(self, name))
+        cf._var_args = list(variables)
+        cf.ops_nodes = [_with_var(n, mapping) for n in self.ops_nodes]
+        if len(self._variants) < 64:
+            self._variants[key] = cf
+        return cf
 
     def _run_taped(self, ck):
         if self.graph_generic:
@@ -310,6 +356,34 @@ class ConcreteFunction:
 
     def __repr__(self) -> str:
         return f"<ConcreteFunction {self._function._name} mode={self.mode}>"
+
+
+def _all_nodes(g):
+    for n in g.nodes:
+        if n.kind == "fused":
+            yield from n.region.members
+        else:
+            yield n
+
+
+def _holds(value, mapping: dict) -> bool:
+    # An attribute that refers to a mapped Variable (directly or as a Python call's update).
+    if id(value) in mapping:
+        return True
+    changed = getattr(value, "changed", None)
+    if callable(changed):
+        return any(id(v) in mapping for v in changed())
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, mapping) for v in value)
+    return False
+
+
+def _with_var(n, mapping: dict):
+    if n.kind in ("read", "assign") and id(n.var) in mapping:
+        m = copy.copy(n)
+        m.var = mapping[id(n.var)]
+        return m
+    return n
 
 
 def _spec_name(path: str) -> str:
@@ -359,10 +433,12 @@ class Function:
             flatten_specs(input_signature)  # validates
         self._sig = input_signature
         try:
-            params = inspect.signature(fn).parameters
+            self._pysig = inspect.signature(fn)
+            params = self._pysig.parameters
             self._names = [p for p, v in params.items()
                            if v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
+            self._pysig = None
             self._names = []
         self._cache: dict = {}
         self._lock = threading.RLock()
@@ -427,21 +503,21 @@ class Function:
                     t = _new(Tensor)
                     t._v = cf._program.run(arrays)[0]
                     return t
-        args, ck, cf = self._lookup(args, kwargs)
+        args, kwargs, ck, cf = self._lookup(args, kwargs)
         if cf is None or cf.provisional:
             return self._trace(args, kwargs, ck, previous=cf)[1]
         return cf._run(ck.arrays, args, kwargs)
 
     def _lookup(self, args, kwargs, private: bool = False):
-        """``args`` conformed to the input signature (if any), their cache key and entry.
+        """``args``/``kwargs`` conformed to the input signature (if any: keyword arguments
+        become positional), their cache key and entry.
 
         With ``private`` (a call under a tape, which keeps the inputs until the gradient)
         the caller's NumPy arrays are replaced by copies: the caller may change them
         meanwhile (TensorFlow converts them to tensors, which copies too)."""
         if self._sig is not None:
             if kwargs:
-                raise TypeError(f"lk.function '{self._name}' has an input_signature: pass "
-                                f"its arguments positionally")
+                args, kwargs = self._positional(args, kwargs), {}
             args = conform(self._name, self._sig, args, self._names, copy=private)
         ck = build_key(args, kwargs, self._names)
         if private and any(isinstance(x, np.ndarray) for x in ck.leaves):
@@ -451,7 +527,42 @@ class Function:
         cf = self._cache.get(ck.key)
         if cf is None and self._generic:
             cf = self._match_generic(args, kwargs, ck)
-        return args, ck, cf
+        if ck.variables and cf is not None and not cf.provisional:
+            cf = self._for_variables(cf, ck)
+        return args, kwargs, ck, cf
+
+    def _for_variables(self, cf, ck):
+        """The trace for this call's Variable arguments: ``cf`` itself, ``cf`` re-bound to
+        other Variables (no retrace), or, if its graph cannot be re-bound, the trace kept
+        for these very Variables (``ck.key`` then names them; None if there is none)."""
+        if cf.mode != "graph" or all(a is b for a, b in zip(cf._var_args, ck.variables)):
+            return cf
+        other = cf._rebound(ck.variables)
+        if other is not None:
+            return other
+        ck.key = ck.key + (("variables",) + tuple(id(v) for v in ck.variables),)
+        ck.refs.extend(ck.variables)
+        return self._cache.get(ck.key)
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments of a function with an input_signature put in their places."""
+        names = self._names
+        out = list(args)
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"lk.function '{self._name}' got an unexpected keyword "
+                                f"argument '{k}'; its arguments are {', '.join(names)}")
+            i = names.index(k)
+            if i < len(args):
+                raise TypeError(f"lk.function '{self._name}' got multiple values for "
+                                f"argument '{k}'")
+            out.extend([_MISSING] * (i + 1 - len(out)))
+            out[i] = v
+        for i, v in enumerate(out):
+            if v is _MISSING:
+                raise TypeError(f"lk.function '{self._name}' missing required argument "
+                                f"'{names[i]}'")
+        return tuple(out)
 
     def _structure(self, args, kwargs):
         return build_key(args, kwargs, self._names, shape_key=len).key
@@ -506,7 +617,7 @@ class Function:
         # tape records that eager run; later calls of a pure graph are one tape node
         # whose vjp is the compiled backward graph (gradient.py); anything else (assigns,
         # stateful ops, custom gradients) runs its body eagerly for the tape to record.
-        args, ck, cf = self._lookup(args, kwargs, private=True)
+        args, kwargs, ck, cf = self._lookup(args, kwargs, private=True)
         if cf is None or cf.provisional:
             return self._trace(args, kwargs, ck, previous=cf, own=True)[1]
         if cf.mode == "graph" and cf.differentiable:
@@ -533,6 +644,9 @@ class Function:
 
         bound = Function(method, self._sig, self._jit, self._name, self._reduce_retracing)
         bound._names = self._names[1:]
+        if self._pysig is not None and self._pysig.parameters:
+            bound._pysig = self._pysig.replace(
+                parameters=list(self._pysig.parameters.values())[1:])
         self._bound[key] = (ref, bound)
         return _BoundFunction(bound, instance)
 
@@ -551,6 +665,8 @@ class Function:
         marks: dict = {}
         args, kwargs = _specs_to_arrays(args, marks), _specs_to_arrays(kwargs, marks)
         if self._sig is not None:
+            if kwargs:
+                args, kwargs = self._positional(args, kwargs), {}
             args = conform(self._name, self._sig, args, self._names)
         ck = build_key(args, kwargs, self._names)
         cf = self._cache.get(ck.key)
@@ -571,6 +687,17 @@ class Function:
             if cf is not None and cf is not previous and not cf.provisional:
                 # another thread traced this signature while we waited for the lock
                 return cf, self._call_traced(cf, args, kwargs, ck, rollback, own)
+            if self._pysig is not None:  # a call the Python function cannot take
+                params = self._pysig.parameters
+                if not any(v.kind == v.VAR_KEYWORD for v in params.values()):
+                    for k in kwargs:
+                        if k not in params:
+                            raise TypeError(f"lk.function '{self._name}' got an unexpected "
+                                            f"keyword argument '{k}'")
+                try:
+                    self._pysig.bind(*args, **kwargs)
+                except TypeError as e:
+                    raise TypeError(f"lk.function '{self._name}': {e}") from None
             described = build_key(args, kwargs, self._names, describe=True)
             reason = (retrace_reason(self._last_descs, described.descs)
                       if self._last_descs is not None else "first call")
@@ -622,6 +749,7 @@ class Function:
                     return self._trace(args, kwargs, ck, previous, rollback, own)
             tracer.graph.generic = generic
             cf = self._build(ck.key, tracer, rng_changed, previous)
+            cf._var_args = list(ck.variables)
             self._cache[ck.key] = cf
             general = [generalize(np.shape(a), m if generic else None)
                        for a, m in zip(ck.arrays, masks or [None] * len(ck.arrays))]
@@ -780,13 +908,31 @@ def function(f=None, input_signature=None, jit: bool = True, reduce_retracing: b
     Args:
         f: the function (or use ``@lk.function`` / ``@lk.function(...)``).
         input_signature: optional sequence of :class:`TensorSpec` (nested lists, tuples
-            and dicts allowed), one per positional argument; arguments are converted to
-            the spec dtypes and their shapes checked. ``None`` dimensions accept any
-            size; each new concrete size is traced once (shapes are static in a graph).
+            and dicts allowed), one per positional argument (also accepted by keyword);
+            arguments are converted to the spec dtypes and their shapes checked
+            (TypeError for a dtype or structure, :class:`SignatureMismatchError`, both a
+            TypeError and a ValueError, for a shape). ``None`` dimensions accept any
+            size with ONE trace: inside, ``x.shape`` shows them as None and
+            ``lk.shape(x)`` gives their sizes at run time (usable in ``lk.zeros``,
+            ``lk.reshape``, ``lk.random.*``); each new concrete size gets its own
+            buffer plan without running Python. An op that needs the traced size (the
+            trace checks each op on a second size) makes the function trace once per
+            concrete shape instead, with a RetracingWarning naming the op.
         jit: fuse elementwise regions (True) or run the graph op by op (False).
+        reduce_retracing: without an input_signature, trace a second shape of the same
+            arguments with None in the dimensions that changed, so later sizes reuse
+            that trace (TensorFlow's option; ``experimental_relax_shapes`` is its old
+            name).
+        experimental_relax_shapes: same as ``reduce_retracing``.
+
+    Variable arguments are read and assigned live; another Variable of the same shape
+    and dtype does not retrace (the graph is re-bound to it). Python numbers and other
+    non-tensor arguments are part of the trace: each new value traces again.
 
     Returns:
-        A :class:`Function` with ``trace_count`` and :meth:`Function.get_concrete_function`.
+        A :class:`Function` with ``trace_count`` (``experimental_get_tracing_count()``),
+        :meth:`Function.get_concrete_function` and
+        :meth:`Function.pretty_printed_concrete_signatures`.
 
     Examples:
         >>> import layerkit as lk

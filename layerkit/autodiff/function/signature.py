@@ -22,7 +22,7 @@ _VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
 class CallKey:
     """The cache key of one call, the flat tensor arguments, and how to describe them."""
 
-    __slots__ = ("key", "arrays", "leaves", "paths", "descs", "refs")
+    __slots__ = ("key", "arrays", "leaves", "paths", "descs", "refs", "variables")
 
     def __init__(self) -> None:
         self.key = None
@@ -31,6 +31,7 @@ class CallKey:
         self.paths: list = []      # their argument paths (for names and reasons)
         self.descs: list = []      # (path, description) of every leaf
         self.refs: list = []       # objects keyed by identity (kept alive)
+        self.variables: list = []  # Variable arguments, in order (keyed by shape and dtype)
 
 
 def _tensor_array(x):
@@ -79,10 +80,13 @@ def build_key(args: tuple, kwargs: dict, names: list, describe: bool = False,
                 descs.append((path, f"Python {t.__name__} {x!r}"))
             return (t, x)
         if isinstance(x, Variable):
-            ck.refs.append(x)
+            # By shape and dtype, as in TensorFlow 2: another Variable of the same kind
+            # does not retrace (the graph is re-bound to it, see ConcreteFunction).
+            ck.variables.append(x)
+            a = x._rv
             if describe:
-                descs.append((path, f"Variable '{x.name}' (id {id(x)})"))
-            return ("V", id(x))
+                descs.append((path, f"Variable shape {np.shape(a)} dtype {a.dtype.name}"))
+            return ("V", np.shape(a), a.dtype)
         if isinstance(x, np.generic):
             a = np.asarray(x)
             arrays.append(a)
