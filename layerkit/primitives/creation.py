@@ -56,7 +56,8 @@ def dynamic_shape(shape, op: str):
         return None
     if not any(isinstance(d, Tensor) and context.traced(d) for d in shape):
         return None
-    layout, dims = [], []
+    layout: list = []
+    dims: list = []
     for d in shape:
         if isinstance(d, Tensor):
             if np.ndim(d._rv) != 0 or d.dtype.kind not in "iu":
@@ -175,7 +176,7 @@ def zeros(shape, dtype=FLOATX) -> Tensor:
         ValueError: a negative or non-integer dimension, or a size too large to address.
         MemoryError: the tensor does not fit in memory (names the shape and bytes).
     """
-    dyn = dynamic_shape(shape, "zeros")
+    dyn = dynamic_shape(shape, "zeros") if context.RECORDERS else None
     if dyn is not None:
         return apply(_ZEROS, dyn, dtype=_dtype(dtype))
     return wrap(allocate("zeros", np.zeros, shape_arg(shape, "zeros"), _dtype(dtype)))
@@ -184,7 +185,7 @@ def zeros(shape, dtype=FLOATX) -> Tensor:
 @export("lk")
 def ones(shape, dtype=FLOATX) -> Tensor:
     """A tensor of ones of ``shape`` (float32 by default); errors as for ``zeros``."""
-    dyn = dynamic_shape(shape, "ones")
+    dyn = dynamic_shape(shape, "ones") if context.RECORDERS else None
     if dyn is not None:
         return apply(_ONES, dyn, dtype=_dtype(dtype))
     return wrap(allocate("ones", np.ones, shape_arg(shape, "ones"), _dtype(dtype)))
@@ -220,7 +221,7 @@ def fill(dims, value) -> Tensor:
     v = to_array(value)
     if v.ndim != 0:
         raise ValueError(f"fill: value must be a scalar, received shape {v.shape}")
-    dyn = dynamic_shape(dims, "fill")
+    dyn = dynamic_shape(dims, "fill") if context.RECORDERS else None
     if dyn is not None:
         return apply(_FILL, dyn, v)
     return wrap(allocate("fill", np.full, shape_arg(dims, "fill"), v.dtype, v))

@@ -10,6 +10,8 @@ Shape queries return int32 tensors, as in TensorFlow.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from layerkit._core import context
@@ -46,6 +48,19 @@ def shape(input, out_type="int32", name: str | None = None) -> Tensor:
     if context.RECORDERS and context.dynamic_dims(input) is not None:
         return apply(_SHAPE, input, dtype=dt)  # sizes of None dimensions: at run time
     return wrap(np.array(convert_to_tensor(input).shape, dt))
+
+
+def element_count(x, axis: int | None = None, dtype="float32"):
+    """How many elements ``x`` has (or its size along ``axis``): a Python int, or, while
+    tracing with ``None`` dimensions that it depends on, a scalar tensor of ``dtype``
+    computed when the graph runs (library code dividing by a batch size uses this, so the
+    graph holds no trace-time size)."""
+    dims = context.dynamic_dims(x) if context.RECORDERS else None
+    if dims and (any(dims) if axis is None else dims[axis]):
+        n = size(x) if axis is None else _array.getitem(shape(x), axis)
+        return _ew.cast(n, dtype)
+    s = x.shape
+    return math.prod(s) if axis is None else s[axis]
 
 
 @export("lk")

@@ -390,3 +390,46 @@ def test_a_spec_without_shape_leaves_every_dimension_unknown():
     assert f.trace_count == 1
     f(np.ones(3, np.float32))                 # another rank: another trace
     assert f.trace_count == 2
+
+
+def test_batch_size_divisions_happen_at_run_time(rng):
+    # sum_over_batch_size with sample weights and an activity regularizer's penalty /
+    # batch size divide by the batch: with a None batch that size is computed per call.
+    loss = lk.keras.losses.MeanSquaredError()
+    layer = lk.keras.layers.Dense(2, activity_regularizer=lk.keras.regularizers.L2(0.5),
+                                  kernel_initializer="ones")
+
+    @function(input_signature=[TensorSpec([None, 3]), TensorSpec([None, 2]),
+                               TensorSpec([None])])
+    def f(x, y, w):
+        out = layer(x)
+        return loss(y, out, sample_weight=w), layer.losses[-1]
+
+    for n in (2, 5, 1, 7):
+        x = rng.random((n, 3)).astype(np.float32)
+        y = rng.random((n, 2)).astype(np.float32)
+        w = rng.random(n).astype(np.float32)
+        got, penalty = f(x, y, w)
+        out = x @ np.ones((3, 2)) + layer.bias.numpy()
+        want = (((out - y) ** 2).mean(axis=1) * w).sum() / n
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+        np.testing.assert_allclose(penalty.numpy(), 0.5 * (out ** 2).sum() / n, rtol=1e-5)
+    assert f.trace_count == 1
+
+
+def test_len_and_size_of_a_none_dimension_are_refused_in_user_code():
+    @function(input_signature=[TensorSpec([None, 3])])
+    def f(x):
+        return x * float(len(x))
+
+    with pytest.raises(TypeError, match=r"len\(\).*lk.shape"):
+        f(np.ones((2, 3), np.float32))
+
+    @function(input_signature=[TensorSpec([2, None])])
+    def g(x):
+        return x * float(x.size) + float(len(x))   # len() is static here: dim 0 is 2
+
+    with pytest.raises(TypeError, match=r"the size of a tensor of shape \(2, None\)"):
+        g(np.ones((2, 3), np.float32))
+    h = function(lambda x: x * float(len(x)), input_signature=[TensorSpec([2, None])])
+    np.testing.assert_array_equal(h(np.ones((2, 4), np.float32)).numpy(), np.full((2, 4), 2.0))

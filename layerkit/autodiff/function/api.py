@@ -119,7 +119,7 @@ class ConcreteFunction:
         self._backward = None
         self._backwards: dict = {}     # generic graphs: one backward per concrete shapes
         self._general: list = []       # per flat tensor argument: its shape (None = any)
-        self._template = ((), {})      # the traced arguments, TensorSpecs for tensors
+        self._template: tuple = ((), {})  # the traced arguments, TensorSpecs for tensors
         self._in_specs: list = []      # the flat TensorSpecs, in argument order
         self._var_args: list = []      # the Variable arguments it was traced with
         self._variants: dict = {}      # ids of other Variable arguments -> re-bound copy
@@ -183,18 +183,18 @@ class ConcreteFunction:
     @property
     def name(self) -> str:
         """The traced function's name."""
-        return self._function._name
+        return str(self._function._name)
 
     def pretty_printed_signature(self, verbose: bool = True) -> str:
         """The inputs, output type and captured Variables, as text (TensorFlow's layout)."""
         args, kwargs = self._template
         names = self._function._names
         lines = ["Input Parameters:"]
-        for i, a in enumerate(args):
+        for i, arg in enumerate(args):
             nm = names[i] if i < len(names) else f"args_{i}"
-            lines.append(f"  {nm} (POSITIONAL_OR_KEYWORD): {_type_str(a)}")
-        for k, a in kwargs.items():
-            lines.append(f"  {k} (KEYWORD_ONLY): {_type_str(a)}")
+            lines.append(f"  {nm} (POSITIONAL_OR_KEYWORD): {_type_str(arg)}")
+        for k, arg in kwargs.items():
+            lines.append(f"  {k} (KEYWORD_ONLY): {_type_str(arg)}")
         lines.append("Output Type:")
         lines.append(f"  {_type_str(self.structured_outputs)}")
         lines.append("Captures:")
@@ -227,7 +227,7 @@ class ConcreteFunction:
         targs, tkwargs = self._template
         names = self._function._names
         order = [names[i] if i < len(names) else f"args_{i}" for i in range(len(targs))]
-        built = dict(zip(order, targs))
+        built: dict = dict(zip(order, targs))
         built.update(tkwargs)
         order += list(tkwargs)
         n_traced = len(order)
@@ -586,7 +586,7 @@ class Function:
         get_concrete_function, and with ``reduce_retracing`` the dimensions that differ
         from the previous trace of the same structure."""
         n = len(ck.arrays)
-        masks = [None] * n
+        masks: list = [None] * n
         if self._sig is not None:
             masks = signature_masks(self._sig, ck.arrays)
         if marks:

@@ -149,7 +149,7 @@ class Graph:
             v = self.values[vid]
             return names.get(vid, f"%{vid}") if v.kind != "const" else f"const_{vid}"
 
-        nodes = []
+        nodes: list = []
         for n in self.nodes:
             nodes.extend(n.region.members if n.kind == "fused" else [n])
         for k, n in enumerate(nodes):

@@ -136,10 +136,33 @@ class TracedTensor(Tensor):
         tr = _owner(self)
         if tr is None or not tr.dyn:
             return s
-        mask = tr.dyn.get(tr.ids.get(id(self)))
+        mask = tr.dynamic_dims(self)
         if mask is None or _in_package(sys._getframe(1)):
             return s
         return tuple(None if d else n for n, d in zip(s, mask))
+
+    def _user_dynamic(self, what: str, dims) -> None:
+        # From user code, a size that varies with a None input dimension has no value
+        # while tracing (TensorFlow: unknown); library code gets the traced size.
+        tr = _owner(self)
+        mask = tr.dynamic_dims(self) if tr is not None and tr.dyn else None
+        if mask and any(mask[i] for i in dims) and not _in_package(sys._getframe(2)):
+            raise TracingError(
+                f"lk.function: {what} of a tensor of shape "
+                f"{tuple(None if m else n for n, m in zip(_SHAPE(self), mask))} is not known while "
+                f"tracing '{tr.graph.name}' (it varies with a None input dimension). At "
+                f"{where(user_frame(sys._getframe(2)))}. Use lk.shape(x) / lk.size(x), which "
+                f"give the sizes when the graph runs.")
+
+    @property
+    def size(self) -> int:
+        self._user_dynamic("the size", range(self.ndim))
+        return int(np.size(self._rv))
+
+    def __len__(self) -> int:
+        if self.ndim:
+            self._user_dynamic("len()", (0,))
+        return Tensor.__len__(self)
 
     def __repr__(self) -> str:
         return f"<traced Tensor shape={self.shape} dtype={self.dtype.name}>"
@@ -172,7 +195,7 @@ class Tracer:
         # *shadow* values, where those dimensions have another size. A value's dims that
         # differ between its real and shadow arrays vary with the input (``dyn``); an op
         # that fails on the shadows needs the traced size (``not_generic`` says which).
-        self.shadow: dict[int, object] = {}     # vid -> value at the shadow sizes
+        self.shadow: dict = {}                  # vid -> value at the shadow sizes
         self.dyn: dict[int, tuple] = {}         # vid -> per-dim "varies" flags
         self.not_generic: str | None = None
 
@@ -358,7 +381,8 @@ class Tracer:
 
     def dynamic_dims(self, t) -> tuple | None:
         """Per-dim "varies with the None dimensions" flags of a traced tensor, or None."""
-        return self.dyn.get(self.ids.get(id(t)))
+        vid = self.ids.get(id(t))
+        return None if vid is None else self.dyn.get(vid)
 
     def record_assign(self, var: Variable, method: str, value) -> None:
         """Called by Variable.assign/assign_add/assign_sub just before the update."""
