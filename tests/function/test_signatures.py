@@ -433,3 +433,18 @@ def test_len_and_size_of_a_none_dimension_are_refused_in_user_code():
         g(np.ones((2, 3), np.float32))
     h = function(lambda x: x * float(len(x)), input_signature=[TensorSpec([2, None])])
     np.testing.assert_array_equal(h(np.ones((2, 4), np.float32)).numpy(), np.full((2, 4), 2.0))
+
+
+def test_python_print_once_lk_print_every_call_with_the_run_time_size(capsys):
+    @function(input_signature=[TensorSpec([None])])
+    def f(x):
+        print("tracing")
+        lk.print("n =", lk.shape(x)[0])
+        return x
+
+    for n in (1, 3, 3):   # a first batch of 1 is traced at size 2 as a dry run
+        f(np.ones(n, np.float32))
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert text.count("tracing") == 1
+    assert [ln for ln in text.splitlines() if ln.startswith("n =")] == ["n = 1", "n = 3", "n = 3"]
