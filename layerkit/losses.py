@@ -38,6 +38,7 @@ from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import nn as _nn
 from layerkit.primitives import reduce as _reduce
+from layerkit.primitives import selection as _selection
 
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError",
            "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError", "Huber", "LogCosh",
@@ -537,10 +538,13 @@ def reduce_weighted_values(values: Tensor, sample_weight=None,
         zero = _ew.equal(denom, 0.0)
         return _ew.where(zero, _ew.multiply(total, 0.0),
                          _ew.divide(total, _ew.where(zero, 1.0, denom)))
-    n = float(values.size)
-    if n == 0:
+    denom = _selection.element_count(values, dtype=values.dtype)
+    if isinstance(denom, Tensor):  # a None batch while tracing: the size at run time
+        return _ew.divide(total, _ew.maximum(denom, 1.0))
+    count = float(denom)
+    if count == 0:
         return _ew.multiply(total, 0.0)
-    return _ew.divide(total, n)
+    return _ew.divide(total, count)
 
 
 # ---- loss classes ---------------------------------------------------------------------------

@@ -53,6 +53,23 @@ def tracing() -> bool:
     return any(getattr(r, "tracing", False) for r in RECORDERS)
 
 
+def traced(t) -> bool:
+    """True if ``t`` is a value recorded by an active ``lk.function`` trace."""
+    return any(getattr(r, "tracing", False) and id(t) in r.ids for r in RECORDERS)
+
+
+def dynamic_dims(t) -> tuple | None:
+    """For a tensor of an active trace with ``None`` input dimensions: per-dimension
+    flags of the dimensions that vary with them (None if none do)."""
+    for r in RECORDERS:
+        f = getattr(r, "dynamic_dims", None)
+        if f is not None:
+            d = f(t)
+            if d is not None:
+                return d
+    return None
+
+
 @contextmanager
 def untraced() -> Iterator[None]:
     """Pause every active ``lk.function`` tracer (tapes keep recording).

@@ -271,16 +271,20 @@ class StaticShape(tuple):
         item = tuple.__getitem__(self, key)
         return static_shape(item) if type(key) is slice else item
 
-    def num_elements(self) -> int:
-        """The product of the dimensions."""
+    def num_elements(self) -> int | None:
+        """The product of the dimensions (None if one is unknown: a ``None`` dimension
+        of a tensor traced by ``lk.function``)."""
         n = 1
         for d in self:
+            if d is None:
+                return None
             n *= d
         return n
 
     def is_fully_defined(self) -> bool:
-        """True: a Tensor's shape is always fully known."""
-        return True
+        """Whether every dimension is known (always, except while tracing with ``None``
+        dimensions)."""
+        return None not in self
 
     def as_shape(self) -> TensorShape:
         """This shape as a :class:`TensorShape`."""

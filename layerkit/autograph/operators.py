@@ -425,7 +425,8 @@ def _for_tensor(t, extra_test, body, state, names, where) -> tuple:
 
     if len(t.shape) == 0:
         raise TypeError(f"cannot iterate over a scalar tensor{where}")
-    n = int(t.shape[0])
+    # A None dimension of an input_signature has no static size: take it at run time.
+    n = lk.shape(t, out_type="int32")[0] if t.shape[0] is None else int(t.shape[0])
 
     def more(s):
         return s[0] < n

@@ -166,7 +166,9 @@ class Flatten(Layer):
 
     def call(self, inputs: Any) -> Any:
         shape = inputs.shape
-        return _array.reshape(inputs, (shape[0], math.prod(shape[1:])))
+        n = math.prod(shape[1:])
+        # -1 for the batch: no batch size in a graph traced with a None batch dimension
+        return _array.reshape(inputs, (-1, n) if n else (shape[0], n))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "data_format": self.data_format}
@@ -189,6 +191,8 @@ class Reshape(Layer):
         if (-1 not in target and n != known) or (-1 in target and (known == 0 or n % known)):
             raise ValueError(f"Reshape '{self.name}': cannot reshape samples of shape "
                              f"{shape[1:]} ({n} values) to target_shape {target}")
+        if -1 not in target and known:  # -1 for the batch (see Flatten)
+            return _array.reshape(inputs, (-1,) + target)
         return _array.reshape(inputs, (shape[0],) + target)
 
     def get_config(self) -> dict:

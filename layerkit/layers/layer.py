@@ -34,6 +34,8 @@ from layerkit.layers import input_spec as _spec
 from layerkit.layers import symbolic as _sym
 from layerkit.layers.backend_config import floatx
 from layerkit.layers.tracking import Tracked, reset_uids, super_msg, unique_name
+from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import selection as _selection
 from layerkit.primitives.elementwise import cast
 
 __all__ = ["Layer", "reset_uids", "get_keras_mask", "set_keras_mask", "layer_from_config",
@@ -592,8 +594,10 @@ class Layer(Tracked):
             _STACK.pop()
         if d["activity_regularizer"] is not None:
             for out in _sym.flatten(outputs):  # Keras: penalty / batch size, per output
-                batch = max(out.shape[0], 1) if out.ndim else 1
-                self.add_loss(d["activity_regularizer"](out) / float(batch))
+                batch = _selection.element_count(out, 0, out.dtype) if out.ndim else 1
+                batch = (_ew.maximum(batch, 1.0) if isinstance(batch, Tensor)  # run time
+                         else float(max(batch, 1)))
+                self.add_loss(d["activity_regularizer"](out) / batch)
         return outputs
 
     # ---- masks (Keras semantics) -------------------------------------------------------

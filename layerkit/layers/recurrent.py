@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.nest import flatten
 from layerkit._core.nest import pack_sequence_as as pack_like
 from layerkit._core.types import TensorLike
@@ -19,6 +20,7 @@ from layerkit.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell, St
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
+from layerkit.primitives import selection as _selection
 
 __all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed"]
 
@@ -199,7 +201,11 @@ class RNN(Layer):
         if keep and initial_state is None:
             states = pack_like(self.states, [v.value() for v in flatten(self.states)])
         else:
-            states = self._initial_state(inputs.shape[0], initial_state)
+            batch = inputs.shape[0]
+            if initial_state is None and context.RECORDERS and (
+                    context.dynamic_dims(inputs) or (False,))[0]:
+                batch = _array.getitem(_selection.shape(inputs), 0)  # a None batch: run time
+            states = self._initial_state(batch, initial_state)
         kw = {"training": training} if isinstance(cell, Layer) and \
             cell._call_accepts_training() else {}
         if hasattr(cell, "reset_dropout_mask"):

@@ -20,12 +20,13 @@ from math import prod
 
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit.errors import InvalidArgumentError
 from layerkit.primitives import broadcast as _bc
 from layerkit.primitives import reduce as _reduce
-from layerkit.primitives.creation import axis_arg, int_arg
+from layerkit.primitives.creation import _dims, axis_arg, dynamic_shape, int_arg
 from layerkit.primitives.registry import export, top_level
 
 # ``slice`` is a public op of this module; keep Python's for index building.
@@ -57,8 +58,16 @@ _axis = axis_arg  # one axis in [-(ndim+extra), ndim+extra), non-negative; ints 
 
 
 # ---- reshape family -----------------------------------------------------------------
+# The gradient of a reshape takes the input's shape when it runs (reshape_like), so a
+# graph traced with None dimensions serves every size.
+_RESHAPE_LIKE = Op("reshape_like", lambda x, like: np.reshape(x, np.shape(like)),
+                   lambda g, ins, y, needs: (apply(_RESHAPE_LIKE, g, ins[0]), None))
 _RESHAPE = Op("reshape", lambda x, shape: np.reshape(x, shape),
-              lambda g, ins, y, needs, shape: (reshape(g, ins[0].shape),), reads=())
+              lambda g, ins, y, needs, shape: (apply(_RESHAPE_LIKE, g, ins[0]),), reads=())
+_EXPAND_DIMS = Op("expand_dims", lambda x, axis: np.expand_dims(x, axis),
+                  lambda g, ins, y, needs, axis: (apply(_RESHAPE_LIKE, g, ins[0]),), reads=())
+_RESHAPE_DYN = Op("reshape_dynamic", lambda x, shape: np.reshape(x, _dims(shape)),
+                  lambda g, ins, y, needs: (apply(_RESHAPE_LIKE, g, ins[0]), None), reads=())
 
 
 def _reshape_error(xshape: tuple, shape: tuple) -> InvalidArgumentError:
@@ -86,6 +95,10 @@ def reshape(x, shape) -> Tensor:
     Raises:
         ValueError: naming both shapes and sizes when the element counts differ.
     """
+    if context.RECORDERS:
+        dyn = dynamic_shape(shape, "reshape")
+        if dyn is not None:  # (part of) the shape is computed when the graph runs
+            return apply(_RESHAPE_DYN, x, dyn)
     shape = _shape_arg(shape)
     if shape and min(shape) < -1:  # NumPy takes any negative size for -1; TF does not
         raise _reshape_error(_shape_of(x), shape)
@@ -100,6 +113,8 @@ def expand_dims(x, axis: int) -> Tensor:
     """Insert a length-1 axis at ``axis`` (``-1`` appends; range ``[-rank-1, rank]``)."""
     shape = _shape_of(x)
     a = _axis(axis, len(shape), "expand_dims", extra=1)
+    if context.RECORDERS and context.dynamic_dims(x) is not None:
+        return apply(_EXPAND_DIMS, x, axis=a)  # no trace-time sizes in the graph
     return reshape(x, shape[:a] + (1,) + shape[a:])
 
 

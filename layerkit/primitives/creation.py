@@ -10,10 +10,64 @@ import sys
 
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.convert import FLOATX, as_dtype, to_array
-from layerkit._core.op import wrap
+from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit.primitives.registry import export, top_level
+
+
+def _pack_fwd(*dims, layout):
+    it = iter(dims)
+    return np.array([int(next(it)) if d is None else d for d in layout], np.int64)
+
+
+def _dims(shape) -> tuple:
+    """A shape given as an array (a run-time shape) as a tuple of ints."""
+    return tuple(int(d) for d in np.reshape(shape, -1))
+
+
+_PACK_SHAPE = Op("pack_shape", _pack_fwd)
+_ZEROS = Op("zeros", lambda shape, dtype: np.zeros(_dims(shape), dtype))
+_ONES = Op("ones", lambda shape, dtype: np.ones(_dims(shape), dtype))
+_ZEROS_LIKE = Op("zeros_like", lambda x, dtype: np.zeros(np.shape(x), dtype))
+_ONES_LIKE = Op("ones_like", lambda x, dtype: np.ones(np.shape(x), dtype))
+_FILL = Op("fill", lambda shape, value: np.full(_dims(shape), value, value.dtype))
+
+
+def dynamic_shape(shape, op: str):
+    """While tracing: a shape argument given (partly) by traced tensors, such as
+    ``[lk.shape(x)[0], 3]`` in an ``lk.function`` with ``None`` input dimensions, as a
+    traced 1-D int64 tensor computed when the graph runs; None for any other shape.
+
+    Raises:
+        TypeError: an entry is a traced tensor that is not an integer scalar (names ``op``).
+    """
+    if not context.RECORDERS or not context.tracing():
+        return None
+    if isinstance(shape, Tensor):
+        if not context.traced(shape):
+            return None
+        if shape.ndim > 1 or shape.dtype.kind not in "iu":
+            raise TypeError(f"{op}: a shape tensor must be a 1-D integer tensor, received "
+                            f"shape {shape._rv.shape} dtype {shape.dtype.name}")
+        return shape
+    if not isinstance(shape, (list, tuple)):
+        return None
+    if not any(isinstance(d, Tensor) and context.traced(d) for d in shape):
+        return None
+    layout: list = []
+    dims: list = []
+    for d in shape:
+        if isinstance(d, Tensor):
+            if np.ndim(d._rv) != 0 or d.dtype.kind not in "iu":
+                raise TypeError(f"{op}: shape entries must be integer scalars, received a "
+                                f"tensor of shape {d._rv.shape} dtype {d.dtype.name}")
+            layout.append(None)
+            dims.append(d)
+        else:
+            layout.append(int_arg(d, op, "a shape entry"))
+    return apply(_PACK_SHAPE, *dims, layout=tuple(layout))
 
 
 def shape_arg(shape, op: str, error: type[Exception] = ValueError) -> tuple:
@@ -122,18 +176,26 @@ def zeros(shape, dtype=FLOATX) -> Tensor:
         ValueError: a negative or non-integer dimension, or a size too large to address.
         MemoryError: the tensor does not fit in memory (names the shape and bytes).
     """
+    dyn = dynamic_shape(shape, "zeros") if context.RECORDERS else None
+    if dyn is not None:
+        return apply(_ZEROS, dyn, dtype=_dtype(dtype))
     return wrap(allocate("zeros", np.zeros, shape_arg(shape, "zeros"), _dtype(dtype)))
 
 
 @export("lk")
 def ones(shape, dtype=FLOATX) -> Tensor:
     """A tensor of ones of ``shape`` (float32 by default); errors as for ``zeros``."""
+    dyn = dynamic_shape(shape, "ones") if context.RECORDERS else None
+    if dyn is not None:
+        return apply(_ONES, dyn, dtype=_dtype(dtype))
     return wrap(allocate("ones", np.ones, shape_arg(shape, "ones"), _dtype(dtype)))
 
 
 @export("lk")
 def zeros_like(x, dtype=None) -> Tensor:
     """Zeros with the shape (and dtype, unless given) of ``x``."""
+    if context.RECORDERS and context.dynamic_dims(x) is not None:  # a run-time shape
+        return apply(_ZEROS_LIKE, x, dtype=as_dtype(dtype) or x.dtype)
     a = np.asarray(x._rv) if isinstance(x, Tensor) else to_array(x)  # shape, dtype only
     return wrap(np.zeros(a.shape, as_dtype(dtype) or a.dtype))
 
@@ -141,6 +203,8 @@ def zeros_like(x, dtype=None) -> Tensor:
 @export("lk")
 def ones_like(x, dtype=None) -> Tensor:
     """Ones with the shape (and dtype, unless given) of ``x``."""
+    if context.RECORDERS and context.dynamic_dims(x) is not None:  # a run-time shape
+        return apply(_ONES_LIKE, x, dtype=as_dtype(dtype) or x.dtype)
     a = np.asarray(x._rv) if isinstance(x, Tensor) else to_array(x)  # shape, dtype only
     return wrap(np.ones(a.shape, as_dtype(dtype) or a.dtype))
 
@@ -157,6 +221,9 @@ def fill(dims, value) -> Tensor:
     v = to_array(value)
     if v.ndim != 0:
         raise ValueError(f"fill: value must be a scalar, received shape {v.shape}")
+    dyn = dynamic_shape(dims, "fill") if context.RECORDERS else None
+    if dyn is not None:
+        return apply(_FILL, dyn, v)
     return wrap(allocate("fill", np.full, shape_arg(dims, "fill"), v.dtype, v))
 
 

@@ -32,7 +32,7 @@ from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
-from layerkit.primitives.creation import shape_arg
+from layerkit.primitives.creation import _dims, dynamic_shape, shape_arg
 
 __all__: list[str] = []  # public names are exported through layerkit.random
 
@@ -40,8 +40,17 @@ _INT64 = np.dtype(np.int64)
 
 
 # ---- argument checks (run where the op is called, also while tracing) ------------------
-def _shape(shape, op: str) -> tuple:
-    return shape_arg(shape, f"lk.random.{op}", TypeError)
+def _shape(shape, op: str):
+    """A static shape tuple, or (while tracing with None dimensions, e.g.
+    ``(lk.shape(x)[0], 3)``) a traced shape tensor that becomes the record's input."""
+    dyn = dynamic_shape(shape, f"lk.random.{op}")
+    return dyn if dyn is not None else shape_arg(shape, f"lk.random.{op}", TypeError)
+
+
+def _draw(op: Op, *ins, shape, **attrs) -> Tensor:
+    if isinstance(shape, Tensor):  # a run-time shape: an input of the record
+        return apply(op, *ins, shape, **attrs)
+    return apply(op, *ins, shape=shape, **attrs)
 
 
 def _float_dtype(dtype, op: str) -> np.dtype:
@@ -104,10 +113,12 @@ def _scaled(z, mean, stddev, dt) -> np.ndarray:
 
 
 def _normal_fwd(mean, stddev, shape, dtype, source):
+    shape = _dims(shape)
     return _scaled(_standard_normal(rng_of(source), shape, dtype), mean, stddev, dtype)
 
 
 def _truncated_normal_fwd(mean, stddev, shape, dtype, source):
+    shape = _dims(shape)
     rng = rng_of(source)
     z = _standard_normal(rng, shape, dtype).reshape(-1)
     # Redraw values beyond two standard deviations (TF semantics); ~4.6% per round.
@@ -119,6 +130,7 @@ def _truncated_normal_fwd(mean, stddev, shape, dtype, source):
 
 
 def _uniform_fwd(minval, maxval, shape, dtype, source):
+    shape = _dims(shape)
     rng = rng_of(source)
     if dtype.kind in "iu":
         lo, hi = int(minval), int(maxval)
@@ -168,13 +180,13 @@ _SHUFFLE = Op("random_shuffle", _shuffle_fwd, stateful=True)
 # ---- samplers: checked front doors (shared by the functions and Generator methods) -----
 def _normal(source, shape, mean, stddev, dtype) -> Tensor:
     dt = _float_dtype(dtype, "normal")
-    return apply(_NORMAL, _param(mean, dt), _param(stddev, dt), shape=_shape(shape, "normal"),
+    return _draw(_NORMAL, _param(mean, dt), _param(stddev, dt), shape=_shape(shape, "normal"),
                  dtype=dt, source=source)
 
 
 def _truncated_normal(source, shape, mean, stddev, dtype) -> Tensor:
     dt = _float_dtype(dtype, "truncated_normal")
-    return apply(_TRUNCATED_NORMAL, _param(mean, dt), _param(stddev, dt),
+    return _draw(_TRUNCATED_NORMAL, _param(mean, dt), _param(stddev, dt),
                  shape=_shape(shape, "truncated_normal"), dtype=dt, source=source)
 
 
@@ -184,12 +196,12 @@ def _uniform(source, shape, minval, maxval, dtype) -> Tensor:
     if dt.kind in "iu":
         if maxval is None:
             raise ValueError("lk.random.uniform: maxval must be given for integer dtypes")
-        return apply(_UNIFORM, _param(minval, dt), _param(maxval, dt), shape=shape,
+        return _draw(_UNIFORM, _param(minval, dt), _param(maxval, dt), shape=shape,
                      dtype=dt, source=source)
     if dt.kind != "f":
         raise TypeError(f"lk.random.uniform: dtype must be a float or integer dtype, "
                         f"received {dt.name}")
-    return apply(_UNIFORM, _param(minval, dt), _param(1.0 if maxval is None else maxval, dt),
+    return _draw(_UNIFORM, _param(minval, dt), _param(1.0 if maxval is None else maxval, dt),
                  shape=shape, dtype=dt, source=source)
 
 

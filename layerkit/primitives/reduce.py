@@ -25,6 +25,7 @@ from math import prod as _prod
 
 import numpy as np
 
+from layerkit._core.context import dynamic_dims
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
@@ -134,8 +135,37 @@ def _spread(gv, x: Tensor, axis, keepdims) -> Tensor:
     return t
 
 
+def _spread_fwd(g, x, axis, keepdims, mean):
+    shape = np.shape(x)
+    if not keepdims and axis is not None:
+        g = np.reshape(g, _kept_shape(shape, axis))
+    if mean:
+        n = _count(shape, axis)
+        g = g * np.asarray(1.0 / n, g.dtype) if n else g
+    return _array._broadcast_to_fwd(g, shape)
+
+
+def _spread_vjp(gg, ins, y, needs, axis, keepdims, mean):
+    return (apply(_MEAN if mean else _SUM, gg, axis=axis, keepdims=keepdims), None)
+
+
+# The gradient of a sum/mean as one record that reads the input's shape when it runs:
+# used while tracing with None dimensions, so the graph holds no trace-time size.
+_SPREAD = Op("reduce_grad", _spread_fwd, _spread_vjp)
+
+
+def _generic_grad(g, x, axis, keepdims, mean: bool):
+    if RECORDERS and dynamic_dims(x) is not None:
+        return (apply(_SPREAD, g, x, axis=axis, keepdims=keepdims, mean=mean),)
+    return None
+
+
 def _sum_vjp(g, ins, y, needs, axis, keepdims):
     x = ins[0]
+    if RECORDERS:
+        out = _generic_grad(g, x, axis, keepdims, False)
+        if out is not None:
+            return out
     if not RECORDERS and isinstance(g._v, _NUMPY):
         return (_spread(g._v, x, axis, keepdims),)
     return (apply(_array._BROADCAST_TO, _expand(g, x, axis, keepdims), shape=x.shape),)
@@ -192,6 +222,10 @@ def _mean_fwd(x, axis, keepdims):
 
 def _mean_vjp(g, ins, y, needs, axis, keepdims):
     x = ins[0]
+    if RECORDERS:
+        out = _generic_grad(g, x, axis, keepdims, True)
+        if out is not None:
+            return out
     n = _count(x.shape, axis)
     if not RECORDERS and isinstance(g._v, _NUMPY):  # a loss's mean: ~3x cheaper
         return (_spread(g._v * (1.0 / n) if n else g._v, x, axis, keepdims),)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
@@ -51,6 +52,7 @@ from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import linalg as _linalg
 from layerkit.primitives import reduce as _reduce
+from layerkit.primitives import selection as _selection
 
 __all__ = ["lstm_sequence", "gru_sequence", "simple_rnn_sequence"]
 
@@ -621,7 +623,11 @@ def _inputs(op: str, x, kernel, recurrent_kernel, bias, states: list, gates: int
     for what, a, want in [("bias", bias, bias_shape(units))] + [
             (f"initial state {i}", s, (xs[0], units)) for i, s in enumerate(states)]:
         if a is None:
-            a = _creation.zeros(want, x.dtype)
+            if what != "bias" and context.RECORDERS and context.dynamic_dims(x):
+                # tracing with a None batch: zeros of the batch size at run time
+                a = _creation.zeros([_array.getitem(_selection.shape(x), 0), units], x.dtype)
+            else:
+                a = _creation.zeros(want, x.dtype)
         elif not isinstance(a, Tensor):
             a = convert_to_tensor(a)
         if a.shape != want:

@@ -10,8 +10,11 @@ Shape queries return int32 tensors, as in TensorFlow.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from layerkit._core import context
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
@@ -23,8 +26,11 @@ from layerkit.primitives import elementwise as _ew
 from layerkit.primitives.creation import axis_arg, int_arg, shape_arg
 from layerkit.primitives.registry import export, top_level
 
-
 # ---- shape queries -------------------------------------------------------------------
+# Records used only while tracing with None dimensions (else the answer is a constant).
+_SHAPE = Op("shape", lambda x, dtype: np.array(np.shape(x), dtype))
+_SIZE = Op("size", lambda x, dtype: np.array(np.size(x), dtype))
+
 def _int_type(out_type, op: str) -> np.dtype:
     dt = as_dtype(out_type)
     if dt not in (np.dtype(np.int32), np.dtype(np.int64)):
@@ -40,13 +46,32 @@ def shape(input, out_type="int32", name: str | None = None) -> Tensor:
         >>> lk.shape(lk.zeros((2, 3))).numpy()
         array([2, 3], dtype=int32)
     """
-    return wrap(np.array(convert_to_tensor(input).shape, _int_type(out_type, "shape")))
+    dt = _int_type(out_type, "shape")
+    if context.RECORDERS and context.dynamic_dims(input) is not None:
+        return apply(_SHAPE, input, dtype=dt)  # sizes of None dimensions: at run time
+    return wrap(np.array(convert_to_tensor(input).shape, dt))
+
+
+def element_count(x, axis: int | None = None, dtype="float32"):
+    """How many elements ``x`` has (or its size along ``axis``): a Python int, or, while
+    tracing with ``None`` dimensions that it depends on, a scalar tensor of ``dtype``
+    computed when the graph runs (library code dividing by a batch size uses this, so the
+    graph holds no trace-time size)."""
+    dims = context.dynamic_dims(x) if context.RECORDERS else None
+    if dims and (any(dims) if axis is None else dims[axis]):
+        n = size(x) if axis is None else _array.getitem(shape(x), axis)
+        return _ew.cast(n, dtype)
+    s = x.shape
+    return math.prod(s) if axis is None else s[axis]
 
 
 @export("lk")
 def size(input, out_type="int32", name: str | None = None) -> Tensor:
     """The number of elements of ``input`` as an int32 scalar tensor (TF ``tf.size``)."""
-    return wrap(np.array(convert_to_tensor(input).size, _int_type(out_type, "size")))
+    dt = _int_type(out_type, "size")
+    if context.RECORDERS and context.dynamic_dims(input) is not None:
+        return apply(_SIZE, input, dtype=dt)
+    return wrap(np.array(convert_to_tensor(input).size, dt))
 
 
 @export("lk")

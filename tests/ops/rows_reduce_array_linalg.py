@@ -192,3 +192,19 @@ ROWS = [
     _row("svd", lambda x: _projectors(*apply(L._SVD, x)), _n(2, 4)),
     _row("matmul", lambda x: L.matmul(x, x, transpose_b=True), _n(3, 2)),
 ]
+
+# Records a graph traced with None dimensions uses instead of trace-time shapes (the
+# shape-taking input is a constant here: only the first input is differentiated).
+from layerkit.primitives import reduce as _R  # noqa: E402
+
+ROWS += [
+    _row("reshape_like", lambda x: apply(A._RESHAPE_LIKE, x, np.zeros((4, 3))), _n(3, 4)),
+    _row("expand_dims", lambda x: apply(A._EXPAND_DIMS, x, axis=1), _n(3, 4)),
+    _row("reshape_dynamic", lambda x: apply(A._RESHAPE_DYN, x, np.array([2, 6])), _n(3, 4)),
+    _row("reduce_grad", lambda g: apply(_R._SPREAD, g, np.zeros((3, 4)), axis=(1,),
+                                        keepdims=False, mean=True), _n(3)),
+    _row("reduce_grad", lambda g: apply(_R._SPREAD, g, np.zeros((2, 3)), axis=None,
+                                        keepdims=False, mean=False), _n()),
+    _row("reduce_grad", lambda g: apply(_R._SPREAD, g, np.zeros((2, 3, 4)), axis=(0, 2),
+                                        keepdims=True, mean=True), _n(1, 3, 1)),
+]

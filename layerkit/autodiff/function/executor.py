@@ -123,9 +123,15 @@ def _bufferable(graph: Graph, vid: int) -> bool:
 class Program:
     """A compiled graph: ``run(*param_arrays) -> list of flat output values``."""
 
-    def __init__(self, graph: Graph, keep: list | None = None) -> None:
+    def __init__(self, graph: Graph, keep: list | None = None, shapes: dict | None = None,
+                 capture: bool = False) -> None:
         self.graph = graph
         self.keep = list(keep or [])
+        # A graph with symbolic (None) dimensions (``graph.generic``) gets buffers only
+        # from a plan for one set of concrete shapes (``shapes``: vid -> shape, captured
+        # by a run of the ``capture`` program, which has no buffers and records them).
+        self._shapes = shapes
+        self._capture = capture
         self.source = ""
         self._fn = None
         self._buf_specs: list = []
@@ -143,6 +149,16 @@ class Program:
             finally:
                 lock.release()
         return self._fn([np.empty(s, d) for s, d in self._buf_specs], *params)
+
+    def run_capture(self, params: list) -> tuple:
+        """Run a ``capture`` program: (flat outputs, {vid: shape of each value made})."""
+        shapes: dict = {}
+        return self._fn(shapes, *params), shapes
+
+    def _shape(self, vid: int) -> tuple:
+        if self._shapes is not None and vid in self._shapes:
+            return self._shapes[vid]
+        return tuple(self.graph.values[vid].shape)
 
     def _alloc(self) -> list:
         self._bufs = [np.empty(s, d) for s, d in self._buf_specs]
@@ -170,6 +186,8 @@ class Program:
                 refs = ", ".join(f"r{r}" for r in reads)
                 lines.append(f"    r{vid} = _fresh(r{vid}, {refs})")
             lines.extend("    " + ln for ln in self._emit(k, ins, plan.get(k)))
+            if self._capture and ins.kind in ("op", "fused", "read"):
+                lines.extend(f"    B[{o}] = np.shape(r{o})" for o in ins.outs)
             if k in dead:
                 lines.append(f"    del {', '.join(f'r{v}' for v in dead[k])}")
         outs = []
@@ -244,6 +262,8 @@ class Program:
     def _plan_buffers(self, instrs: list) -> dict:
         """Map instruction index -> buffer index for its output (see the module docstring)."""
         g = self.graph
+        if self._capture or (getattr(g, "generic", False) and self._shapes is None):
+            return {}
         roots: dict[int, frozenset] = {}
         candidate: set = set()
         for n in instrs:
@@ -279,12 +299,12 @@ class Program:
             if len(n.outs) == 1 and n.outs[0] in candidate:
                 o = n.outs[0]
                 v = g.values[o]
-                key = (tuple(v.shape), np.dtype(v.dtype).str)
+                key = (self._shape(o), np.dtype(v.dtype).str)
                 buf = None
                 for r in dying:  # in place: only an input that *is* the buffer's root
                     if r in n.ins and owner.get(r) is not None:
                         rv = g.values[r]
-                        if (tuple(rv.shape), np.dtype(rv.dtype).str) == key:
+                        if (self._shape(r), np.dtype(rv.dtype).str) == key:
                             buf = owner.pop(r)
                             dying.remove(r)
                             break
@@ -294,7 +314,7 @@ class Program:
                         buf = free.pop()
                     else:
                         buf = len(self._buf_specs)
-                        self._buf_specs.append((tuple(v.shape), np.dtype(v.dtype)))
+                        self._buf_specs.append((key[0], np.dtype(v.dtype)))
                 owner[o] = buf
                 plan[k] = buf
                 if last_use.get(o) is None:  # never read (kept alive by a stateful node)
@@ -364,6 +384,43 @@ class Program:
         return [f"r{o} = K{k}({out}, {', '.join(self._ref(i) for i in r.inputs)})"]
 
 
+class ShapePlans:
+    """The program of a graph with symbolic (None) dimensions: one traced graph, one
+    buffer/execution plan per concrete set of parameter shapes.
+
+    The first call at new shapes runs an unbuffered program that records the shape of
+    every value it makes; a :class:`Program` planned for those shapes then serves later
+    calls at the same shapes (no Python function runs, no retrace). At most
+    ``MAX_PLANS`` plans are kept; beyond that calls run unbuffered.
+    """
+
+    MAX_PLANS = 32
+
+    def __init__(self, graph: Graph, keep: list | None = None) -> None:
+        self.graph = graph
+        self.keep = keep
+        self._capture = Program(graph, keep, capture=True)
+        # The trace's own shapes are known: their plan is made now.
+        traced = tuple(tuple(graph.values[p].shape) for p in graph.params)
+        self._plans: dict = {traced: Program(graph, keep, shapes={})}
+        self.source = self._capture.source
+
+    def run(self, params: list):
+        key = tuple([np.shape(a) for a in params])
+        prog = self._plans.get(key)
+        if prog is not None:
+            return prog.run(params)
+        out, shapes = self._capture.run_capture(params)
+        if len(self._plans) < self.MAX_PLANS:
+            self._plans[key] = Program(self.graph, self.keep, shapes=shapes)
+        return out
+
+    @property
+    def plans(self) -> int:
+        """How many per-shape plans have been made."""
+        return len(self._plans)
+
+
 # ---- region kernels ----------------------------------------------------------------------------
 def prepare_region(graph: Graph, region: Region, allow_numexpr: bool = True) -> None:
     """Choose the region's mode (the measured rule) and build its kernel.
@@ -390,7 +447,8 @@ def prepare_region(graph: Graph, region: Region, allow_numexpr: bool = True) -> 
                 return
         except Exception:  # noqa: BLE001 - any compile problem means: stay in NumPy
             pass
-    if size >= nek.BLOCK_MIN_SIZE and _blockable(graph, region):
+    if (size >= nek.BLOCK_MIN_SIZE and not getattr(graph, "generic", False)
+            and _blockable(graph, region)):
         kern = _block_kernel(graph, region)
         try:
             ins = [graph.values[i].traced if not graph.values[i].is_py_scalar

@@ -103,6 +103,9 @@ class Graph:
         self.outputs: list[tuple] = []
         self.out_structure = None
         self.variables: dict[int, object] = {}   # id -> Variable read or assigned
+        # Traced with symbolic (None) dimensions: one graph serves every size, value
+        # shapes are those of the trace (see executor.Program for per-shape plans).
+        self.generic = False
 
     # ---- construction ---------------------------------------------------------------
     def new_value(self, kind: str, shape: tuple, dtype, name: str = "") -> Value:
@@ -122,6 +125,7 @@ class Graph:
         g = Graph(self.name)
         g.values, g.params, g.param_names = self.values, list(self.params), self.param_names
         g.outputs, g.out_structure, g.variables = self.outputs, self.out_structure, self.variables
+        g.generic = self.generic
         g.nodes = list(nodes)
         g.renumber()
         return g
@@ -132,6 +136,41 @@ class Graph:
 
     def output_vids(self) -> list[int]:
         return [o[1] for o in self.outputs if o[0] == "value"]
+
+    # ---- TensorFlow's views -----------------------------------------------------------
+    def get_operations(self) -> list:
+        """The graph's operations in program order (inputs first; the ops of fused regions
+        one by one), each with ``name``, ``type``, ``inputs`` and ``outputs`` (names)."""
+        names = {p: n for p, n in zip(self.params, self.param_names)}
+        ops = [Operation(n or f"args_{k}", "Placeholder", [], [f"%{p}"])
+               for k, (p, n) in enumerate(zip(self.params, self.param_names))]
+
+        def ref(vid):
+            v = self.values[vid]
+            return names.get(vid, f"%{vid}") if v.kind != "const" else f"const_{vid}"
+
+        nodes: list = []
+        for n in self.nodes:
+            nodes.extend(n.region.members if n.kind == "fused" else [n])
+        for k, n in enumerate(nodes):
+            if n.kind == "read":
+                kind, name = "ReadVariableOp", f"read_{n.var.name}"
+            elif n.kind == "assign":
+                kind = {"assign": "AssignVariableOp", "assign_add": "AssignAddVariableOp",
+                        "assign_sub": "AssignSubVariableOp"}[n.method]
+                name = f"{n.method}_{n.var.name}"
+            else:
+                kind, name = n.op.name, n.op.name
+            name = f"{name}_{k}"
+            ops.append(Operation(name, kind, [ref(i) for i in n.ins], [f"%{o}" for o in n.outs]))
+            for j, o in enumerate(n.outs):
+                names[o] = name if j == 0 else f"{name}:{j}"
+        return ops
+
+    def as_graph_def(self) -> GraphDef:
+        """A printable description of the graph: ``.node`` lists ``NodeDef``-like
+        entries (``name``, ``op``, ``input``), as TensorFlow's ``GraphDef``."""
+        return GraphDef(self.get_operations())
 
     # ---- printing -------------------------------------------------------------------
     def _ref(self, vid: int) -> str:
@@ -187,3 +226,47 @@ class Graph:
 def _short(v) -> str:
     s = repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
+
+
+class Operation:
+    """One operation of :meth:`Graph.get_operations` (TensorFlow's ``tf.Operation`` view)."""
+
+    __slots__ = ("name", "type", "inputs", "outputs")
+
+    def __init__(self, name: str, type: str, inputs: list, outputs: list) -> None:  # noqa: A002
+        self.name = name
+        self.type = type
+        self.inputs = inputs
+        self.outputs = outputs
+
+    @property
+    def op(self) -> str:
+        """The operation type (the ``op`` field of a ``NodeDef``)."""
+        return self.type
+
+    @property
+    def input(self) -> list:
+        """The input names (the ``input`` field of a ``NodeDef``)."""
+        return self.inputs
+
+    def __repr__(self) -> str:
+        return f"<Operation '{self.name}' type={self.type}>"
+
+
+class GraphDef:
+    """The nodes of a graph, printable as text (TensorFlow's ``GraphDef`` view)."""
+
+    def __init__(self, nodes: list) -> None:
+        self.node = nodes
+
+    def __str__(self) -> str:
+        out = []
+        for n in self.node:
+            out.append("node {")
+            out.append(f'  name: "{n.name}"')
+            out.append(f'  op: "{n.type}"')
+            out.extend(f'  input: "{i}"' for i in n.inputs)
+            out.append("}")
+        return "\n".join(out)
+
+    __repr__ = __str__

@@ -22,7 +22,7 @@ _VALUE_TYPES = (bool, int, float, complex, str, bytes, type(None))
 class CallKey:
     """The cache key of one call, the flat tensor arguments, and how to describe them."""
 
-    __slots__ = ("key", "arrays", "leaves", "paths", "descs", "refs")
+    __slots__ = ("key", "arrays", "leaves", "paths", "descs", "refs", "variables")
 
     def __init__(self) -> None:
         self.key = None
@@ -31,6 +31,7 @@ class CallKey:
         self.paths: list = []      # their argument paths (for names and reasons)
         self.descs: list = []      # (path, description) of every leaf
         self.refs: list = []       # objects keyed by identity (kept alive)
+        self.variables: list = []  # Variable arguments, in order (keyed by shape and dtype)
 
 
 def _tensor_array(x):
@@ -39,11 +40,15 @@ def _tensor_array(x):
     return x if isinstance(x, np.ndarray) else np.asarray(x)
 
 
-def build_key(args: tuple, kwargs: dict, names: list, describe: bool = False) -> CallKey:
-    """Walk the arguments once: cache key, flat tensor arrays, and (optionally) paths."""
+def build_key(args: tuple, kwargs: dict, names: list, describe: bool = False,
+              shape_key=None) -> CallKey:
+    """Walk the arguments once: cache key, flat tensor arrays, and (optionally) paths.
+
+    ``shape_key(shape)``, if given, stands for each tensor's shape in the key (``len``:
+    the key of the call's structure, dtypes and Python values, for any sizes)."""
     ck = CallKey()
     arrays, paths, descs = ck.arrays, ck.paths, ck.descs
-    if not kwargs and not describe:
+    if not kwargs and not describe and shape_key is None:
         # Fast path (the common call): every argument a Tensor holding an ndarray.
         parts = []
         for x in args:
@@ -69,16 +74,19 @@ def build_key(args: tuple, kwargs: dict, names: list, describe: bool = False) ->
             if describe:
                 paths.append(path)
                 descs.append((path, f"tensor shape {a.shape} dtype {a.dtype.name}"))
-            return (a.shape, a.dtype)
+            return (a.shape if shape_key is None else shape_key(a.shape), a.dtype)
         if t in _VALUE_TYPES:
             if describe:
                 descs.append((path, f"Python {t.__name__} {x!r}"))
             return (t, x)
         if isinstance(x, Variable):
-            ck.refs.append(x)
+            # By shape and dtype, as in TensorFlow 2: another Variable of the same kind
+            # does not retrace (the graph is re-bound to it, see ConcreteFunction).
+            ck.variables.append(x)
+            a = x._rv
             if describe:
-                descs.append((path, f"Variable '{x.name}' (id {id(x)})"))
-            return ("V", id(x))
+                descs.append((path, f"Variable shape {np.shape(a)} dtype {a.dtype.name}"))
+            return ("V", np.shape(a), a.dtype)
         if isinstance(x, np.generic):
             a = np.asarray(x)
             arrays.append(a)
@@ -86,7 +94,7 @@ def build_key(args: tuple, kwargs: dict, names: list, describe: bool = False) ->
             if describe:
                 paths.append(path)
                 descs.append((path, f"tensor shape () dtype {a.dtype.name}"))
-            return ((), a.dtype)
+            return (() if shape_key is None else shape_key(()), a.dtype)
         if isinstance(x, (list, tuple)):
             return (t, tuple(walk(v, f"{path}[{i}]") for i, v in enumerate(x)))
         if isinstance(x, dict):
@@ -135,6 +143,22 @@ def rebuild(args: tuple, kwargs: dict, leaves: list):
         vals = {k: walk(kwargs[k]) for k in sorted(kwargs)}
         new_kwargs = {k: vals[k] for k in kwargs}
     return new_args, new_kwargs
+
+
+def fits(shape: tuple, general: tuple) -> bool:
+    """True if a concrete ``shape`` is one of the shapes ``general`` (None = any) stands for."""
+    return len(shape) == len(general) and all(g is None or g == d
+                                               for d, g in zip(shape, general))
+
+
+def generalize(shape: tuple, mask) -> tuple:
+    """``shape`` with the dimensions flagged in ``mask`` replaced by None."""
+    return tuple(None if m else d for d, m in zip(shape, mask)) if mask else tuple(shape)
+
+
+class SignatureMismatchError(TypeError, ValueError):
+    """Arguments that do not fit a traced signature (a TypeError, as in TensorFlow 2.13+,
+    and a ValueError, as in earlier versions: code catching either works)."""
 
 
 def retrace_reason(old: list, new: list) -> str:
@@ -203,7 +227,7 @@ def conform(fname: str, sig: tuple, args: tuple, names: list, copy: bool = False
                     raise TypeError(f"lk.function '{fname}': argument {path} cannot be "
                                     f"converted to {spec}: {e}") from None
             if not shape_compatible(spec.shape, a.shape):
-                raise ValueError(
+                raise SignatureMismatchError(
                     f"lk.function '{fname}': argument {path} has shape {a.shape}, which does "
                     f"not fit the input_signature {spec}")
             if keep:
@@ -228,5 +252,11 @@ def conform(fname: str, sig: tuple, args: tuple, names: list, copy: bool = False
                  for i, (s, a) in enumerate(zip(sig, args)))
 
 
-def signature_key(sig: tuple) -> tuple:
-    return tuple((s.shape, s.dtype.str) for s in flatten_specs(sig))
+def signature_masks(sig: tuple, arrays: list) -> list:
+    """Per flat argument array: which dimensions its TensorSpec leaves unknown (a spec
+    without a shape leaves every dimension unknown, for the rank received)."""
+    out = []
+    for spec, a in zip(flatten_specs(sig), arrays):
+        nd = np.ndim(a)
+        out.append((True,) * nd if spec.shape is None else tuple(d is None for d in spec.shape))
+    return out

@@ -31,11 +31,13 @@ import threading
 import numpy as np
 
 from layerkit._core import context
+from layerkit._core.shape import StaticShape, static_shape
 from layerkit._core.tensor import Tensor
 from layerkit._core.variable import Variable
 from layerkit.autodiff.function.graph import Graph, Node, is_stateful_op
 
 _SLOT = Tensor.__dict__["_v"]
+_SHAPE = Tensor.__dict__["shape"].fget
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _ACTIVE: list = []          # tracers currently tracing (any thread)
@@ -55,6 +57,20 @@ def user_frame(frame):
             return f
         f = f.f_back
     return None
+
+
+_AUTOGRAPH_DIR = os.path.join(_PKG_DIR, "autograph") + os.sep
+
+
+def _in_package(frame) -> bool:
+    """Whether ``frame`` runs library code. AutoGraph's run-time helpers are skipped:
+    they only forward the user's own calls (``len(x)`` in converted code reaches
+    ``__len__`` through ``converted_call``), so the user's frame decides."""
+    path = os.path.abspath(frame.f_code.co_filename)
+    while path.startswith(_AUTOGRAPH_DIR) and frame.f_back is not None:
+        frame = frame.f_back
+        path = os.path.abspath(frame.f_code.co_filename)
+    return path.startswith(_PKG_DIR + os.sep)
 
 
 def where(frame) -> str:
@@ -121,6 +137,44 @@ class TracedTensor(Tensor):
     def __index__(self):
         raise _control_flow_error(self, "a Python index")
 
+    @property
+    def shape(self) -> StaticShape:
+        """The shape, with ``None`` for the dimensions that vary with the input's ``None``
+        dimensions when asked from user code (TensorFlow's static shape in a graph:
+        ``x.shape[0]`` cannot be baked into the graph as a Python int). Library code
+        gets the trace-time sizes; shadow execution checks what it makes of them."""
+        s = _SHAPE(self)
+        tr = _owner(self)
+        if tr is None or not tr.dyn:
+            return s
+        mask = tr.dynamic_dims(self)
+        if mask is None or _in_package(sys._getframe(1)):
+            return s
+        return static_shape(tuple(None if d else n for n, d in zip(s, mask)))
+
+    def _user_dynamic(self, what: str, dims) -> None:
+        # From user code, a size that varies with a None input dimension has no value
+        # while tracing (TensorFlow: unknown); library code gets the traced size.
+        tr = _owner(self)
+        mask = tr.dynamic_dims(self) if tr is not None and tr.dyn else None
+        if mask and any(mask[i] for i in dims) and not _in_package(sys._getframe(2)):
+            raise TracingError(
+                f"lk.function: {what} of a tensor of shape "
+                f"{tuple(None if m else n for n, m in zip(_SHAPE(self), mask))} is not known while "
+                f"tracing '{tr.graph.name}' (it varies with a None input dimension). At "
+                f"{where(user_frame(sys._getframe(2)))}. Use lk.shape(x) / lk.size(x), which "
+                f"give the sizes when the graph runs.")
+
+    @property
+    def size(self) -> int:
+        self._user_dynamic("the size", range(self.ndim))
+        return int(np.size(self._rv))
+
+    def __len__(self) -> int:
+        if self.ndim:
+            self._user_dynamic("len()", (0,))
+        return Tensor.__len__(self)
+
     def __repr__(self) -> str:
         return f"<traced Tensor shape={self.shape} dtype={self.dtype.name}>"
 
@@ -171,6 +225,13 @@ class Tracer:
         # and Python-call nodes that only have effects (lk.print) skip their trace run.
         self.dry_run = False
         self.thread = threading.get_ident()
+        # Symbolic (None) dimensions: each op whose inputs depend on them also runs on
+        # *shadow* values, where those dimensions have another size. A value's dims that
+        # differ between its real and shadow arrays vary with the input (``dyn``); an op
+        # that fails on the shadows needs the traced size (``not_generic`` says which).
+        self.shadow: dict = {}                  # vid -> value at the shadow sizes
+        self.dyn: dict[int, tuple] = {}         # vid -> per-dim "varies" flags
+        self.not_generic: str | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> Tracer:
@@ -186,13 +247,18 @@ class Tracer:
                 t.__class__ = Tensor
 
     # ---- values ---------------------------------------------------------------------------
-    def param(self, array, name: str, own: Tensor | None = None) -> TracedTensor:
+    def param(self, array, name: str, own: Tensor | None = None,
+              dyn: tuple | None = None) -> TracedTensor:
         """A new graph input; ``own`` is the caller's Tensor to trace in place (tapes
-        watching it then record the trace), else a fresh Tensor is made."""
+        watching it then record the trace), else a fresh Tensor is made. ``dyn`` flags
+        the dimensions that are symbolic (``None`` in the signature)."""
         a = array
         v = self.graph.new_value("param", np.shape(a), getattr(a, "dtype", None), name)
         v.traced = a
         v.nd = type(a) is np.ndarray
+        if dyn is not None and any(dyn):
+            self.shadow[v.id] = _grown(np.asarray(a), dyn)
+            self.dyn[v.id] = tuple(dyn)
         self.graph.params.append(v.id)
         self.graph.param_names.append(name)
         if own is not None and type(own) is Tensor and id(own) not in self.ids:
@@ -281,6 +347,12 @@ class Tracer:
         g.add_node(Node("op", op=op, ins=in_vids, outs=out_vids, attrs=dict(attrs)))
         for o, vid in zip(outs, out_vids):
             self._register(o, vid)
+        if self.shadow and self.not_generic is None:
+            shadow = self.shadow
+            for i in in_vids:
+                if i in shadow:
+                    self._shadow_op(op, in_vids, out_vids, attrs)
+                    break
         if is_stateful_op(op):
             self.stateful_ops = True
             changes = getattr(op, "updates", None)
@@ -309,10 +381,54 @@ class Tracer:
             if type(o) is Tensor:
                 o.__class__ = TracedTensor
 
+    # ---- symbolic dimensions ----------------------------------------------------------------
+    def _shadow_op(self, op, in_vids: list, out_vids: list, attrs: dict) -> None:
+        """Run ``op`` on the shadow values of its inputs (see ``__init__``)."""
+        g = self.graph
+        vals = [self.shadow[i] if i in self.shadow else g.values[i].traced for i in in_vids]
+        if getattr(op, "updates", None) is not None or op.name == "python_call":
+            # Python callbacks and in-place updates must not run twice: their outputs
+            # are taken as static (a callback's result shape is its own business).
+            return
+        saved = _save_states(attrs) if op.stateful else None
+        try:
+            with np.errstate(all="ignore"):
+                out = op.forward(*vals, **attrs)
+        except Exception as e:  # noqa: BLE001 - any failure means: needs the traced size
+            self.not_generic = (
+                f"op '{op.name}' (at {where(user_frame(sys._getframe(3)))}) cannot run for "
+                f"other sizes of the None dimension(s) ({type(e).__name__}: {e}); it needs "
+                f"the size it was traced with")
+            return
+        finally:
+            if saved is not None:
+                _restore_states(saved)
+        outs = (out,) if op.num_outputs == 1 else tuple(out)
+        for vid, sv in zip(out_vids, outs):
+            real = g.values[vid].traced
+            rs, ss = np.shape(real), np.shape(sv)
+            self.shadow[vid] = sv
+            if rs != ss:
+                if len(rs) != len(ss):
+                    self.not_generic = (f"op '{op.name}' gives results of another rank for "
+                                        f"other sizes of the None dimension(s)")
+                    return
+                self.dyn[vid] = tuple(a != b for a, b in zip(rs, ss))
+
+    def dynamic_dims(self, t) -> tuple | None:
+        """Per-dim "varies with the None dimensions" flags of a traced tensor, or None."""
+        vid = self.ids.get(id(t))
+        return None if vid is None else self.dyn.get(vid)
+
     def record_assign(self, var: Variable, method: str, value) -> None:
         """Called by Variable.assign/assign_add/assign_sub just before the update."""
         if threading.get_ident() != self.thread:
             return
+        if self.shadow and isinstance(value, Tensor) and self.not_generic is None:
+            vid = self.ids.get(id(value))
+            if vid in self.shadow and np.shape(self.shadow[vid]) != np.shape(value._rv):
+                self.not_generic = (f"{method} of Variable '{var.name}' takes a value whose "
+                                    f"shape varies with the None dimension(s)")
         self.assigned.setdefault(id(var), (var, var._rv))
         if isinstance(value, Tensor):
             vid = self.vid_of(value)
@@ -355,6 +471,49 @@ class Tracer:
             msg += f", called from {where(user)}"
         if msg not in self.leaks:
             self.leaks.append(msg)
+
+
+def resized(a: np.ndarray, dyn: tuple, size) -> np.ndarray:
+    """``a`` with each flagged dimension of size ``n`` made ``size(n)`` long (its entries
+    repeated cyclically; zeros if it was empty)."""
+    for axis, d in enumerate(dyn):
+        if d:
+            n, m = a.shape[axis], size(a.shape[axis])
+            if m != n:
+                a = np.take(a, np.arange(m) % n, axis=axis) if n else np.zeros(
+                    a.shape[:axis] + (m,) + a.shape[axis + 1:], a.dtype)
+    return a
+
+
+def _grown(a: np.ndarray, dyn: tuple) -> np.ndarray:
+    # The shadow of a parameter: each symbolic dimension one longer.
+    return resized(a, dyn, lambda n: n + 1)
+
+
+def _save_states(attrs: dict) -> list:
+    # A stateful record (a random draw) runs on shadows with its generators' states put
+    # back afterwards: the global one and any attribute that has get_state/set_state.
+    from layerkit.primitives import random as _random
+
+    saved = [(_random, _random.get_state())]
+    for v in attrs.values():
+        if hasattr(v, "get_state") and hasattr(v, "set_state"):
+            saved.append((v, v.get_state()))
+    return saved
+
+
+def _restore_states(saved: list) -> None:
+    for obj, state in saved:
+        obj.set_state(state)
+
+
+def dynamic_dims(t) -> tuple | None:
+    """For a tensor traced by an active tracer: per-dim flags of the dimensions that vary
+    with the function's ``None`` input dimensions (None if none vary)."""
+    if type(t) is not TracedTensor:
+        return None
+    tr = _owner(t)
+    return None if tr is None else tr.dynamic_dims(t)
 
 
 def tracing() -> bool:
