@@ -59,6 +59,30 @@ from layerkit.primitives.registry import NAMESPACES
 swish = silu  # Keras/TF alias
 
 
+def local_response_normalization(input: TensorLike, depth_radius: int = 5,  # noqa: A002
+                                 bias: float = 1.0, alpha: float = 1.0, beta: float = 0.5,
+                                 name: str | None = None) -> Tensor:
+    """``input / (bias + alpha * sum(input**2 over 2*depth_radius+1 channels))**beta``
+    along the last axis (``tf.nn.local_response_normalization`` / ``lrn``), built from
+    differentiable ops: a channel-window sum by cumulative sums."""
+    from layerkit._core.convert import convert_to_tensor
+    from layerkit.primitives import array as _array
+    from layerkit.primitives import elementwise as _ew
+    from layerkit.primitives import reduce as _reduce
+
+    x = convert_to_tensor(input)
+    r = int(depth_radius)
+    c = x.shape[-1]
+    sq = _ew.square(x)
+    pads = [[0, 0]] * (len(x.shape) - 1) + [[r + 1, r]]
+    cs = _reduce.cumsum(_array.pad(sq, pads), axis=-1)
+    window = _ew.subtract(cs[..., 2 * r + 1:2 * r + 1 + c], cs[..., 0:c])
+    return _ew.divide(x, _ew.pow(_ew.add(_ew.multiply(window, alpha), bias), beta))
+
+
+lrn = local_response_normalization
+
+
 def atrous_conv2d(value: TensorLike, filters: TensorLike, rate: int, padding: str,
                   name: str | None = None) -> Tensor:
     """Dilated 2-D convolution (``tf.nn.atrous_conv2d``): :func:`conv2d` with stride 1
@@ -97,7 +121,8 @@ __all__ = [
     "conv1d", "conv3d", "convolution", "conv1d_transpose", "conv3d_transpose",
     "conv_transpose", "separable_conv2d", "max_pool1d", "max_pool3d", "avg_pool1d",
     "avg_pool3d", "max_pool", "avg_pool", "pool", "compute_average_loss",
-    "scale_regularization_loss", "atrous_conv2d", *sorted(NAMESPACES["nn"]),
+    "scale_regularization_loss", "atrous_conv2d", "local_response_normalization", "lrn",
+    *sorted(NAMESPACES["nn"]),
 ]
 
 

@@ -71,8 +71,6 @@ PENDING: frozenset[str] = frozenset({
     "layerkit.distribute.strategy.Strategy.scope",
     "layerkit.distribute.strategy.allreduce",
     "layerkit.distribute.strategy.broadcast_variables",
-    "layerkit.models._data.pack_x_y_sample_weight",
-    "layerkit.models._data.unpack_x_y_sample_weight",
     "layerkit.models.cloning.clone_model",
     "layerkit.models.functional.Input",
     "layerkit.models.model.Model.__init__",

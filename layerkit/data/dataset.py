@@ -546,6 +546,11 @@ class Dataset:
         return Dataset(PaddedBatchNode(self._node, batch_size, padded_shapes, padding_values,
                                        drop_remainder))
 
+    def rebatch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        """Split the elements into batches of ``batch_size`` (``tf.data``'s rebatch on
+        one replica: the same as ``unbatch().batch(batch_size, drop_remainder)``)."""
+        return self.unbatch().batch(batch_size, drop_remainder=drop_remainder)
+
     def unbatch(self) -> Dataset:
         """Split elements along their first axis into consecutive elements."""
         return Dataset(UnbatchNode(self._node))

@@ -21,34 +21,6 @@ from layerkit._core.tensor import Tensor
 from layerkit.primitives import random as _random
 
 
-def unpack_x_y_sample_weight(data):
-    """Split a batch into ``(x, y, sample_weight)`` (missing parts are None)."""
-    if isinstance(data, list):
-        data = tuple(data)
-    if not isinstance(data, tuple):
-        return data, None, None
-    if len(data) == 1:
-        return data[0], None, None
-    if len(data) == 2:
-        return data[0], data[1], None
-    if len(data) == 3:
-        return data
-    raise ValueError(
-        f"a batch must be x, (x,), (x, y) or (x, y, sample_weight); received a tuple of "
-        f"length {len(data)}"
-    )
-
-
-def pack_x_y_sample_weight(x, y=None, sample_weight=None):
-    """The inverse of :func:`unpack_x_y_sample_weight` (as in Keras, a lone ``x`` that
-    is not a tuple or list is returned as is)."""
-    if y is None:
-        return x if not isinstance(x, (tuple, list)) else (x,)
-    if sample_weight is None:
-        return (x, y)
-    return (x, y, sample_weight)
-
-
 def _leaf_array(v, what: str, name: str = "x") -> np.ndarray:
     if isinstance(v, Tensor):
         v = v._v

@@ -26,8 +26,8 @@ from layerkit.layers.tracking import unique_name
 from layerkit.models import _data
 from layerkit.models import functional as _functional
 from layerkit.models import summary as _summary
-from layerkit.models._data import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from layerkit.models.trainer import Trainer
+from layerkit.utils.batch_utils import pack_x_y_sample_weight, unpack_x_y_sample_weight
 
 __all__ = ["Model", "unpack_x_y_sample_weight", "pack_x_y_sample_weight"]
 

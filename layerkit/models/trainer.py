@@ -54,7 +54,7 @@ from layerkit.autodiff.function import function as _function
 from layerkit.autodiff.tape import GradientTape
 from layerkit.layers.layer import Layer, gather_losses
 from layerkit.models import _compile, _data, _fit_state
-from layerkit.models._data import unpack_x_y_sample_weight
+from layerkit.utils.batch_utils import unpack_x_y_sample_weight
 
 __all__ = ["Trainer"]
 

@@ -112,6 +112,7 @@ if TYPE_CHECKING:  # tests/test_public_hints.py writes this block
     from layerkit.primitives.math_ops import clip_by_global_norm as clip_by_global_norm
     from layerkit.primitives.math_ops import clip_by_norm as clip_by_norm
     from layerkit.primitives.math_ops import scalar_mul as scalar_mul
+    from layerkit.primitives.rearrange import histogram_fixed_width as histogram_fixed_width
     from layerkit.primitives.rearrange import shape_n as shape_n
     from layerkit.primitives.rearrange import strided_slice as strided_slice
     from layerkit.primitives.rearrange import tensor_scatter_nd_max as tensor_scatter_nd_max

@@ -1,7 +1,8 @@
 """TensorFlow's rearranging ops built from reshapes, transposes and indexing (so their
 gradients are those of the pieces): ``lk.nn.space_to_depth`` / ``depth_to_space``,
-``lk.strided_slice``, ``lk.shape_n``, ``lk.nn.zero_fraction``, and the element-wise max /
-min scatters ``lk.tensor_scatter_nd_max`` / ``tensor_scatter_nd_min``.
+``lk.strided_slice``, ``lk.shape_n``, ``lk.nn.zero_fraction``, the element-wise max /
+min scatters ``lk.tensor_scatter_nd_max`` / ``tensor_scatter_nd_min``, and the counting
+op ``lk.histogram_fixed_width``.
 
     >>> import layerkit as lk
     >>> x = lk.reshape(lk.range(16.0), (1, 4, 4, 1))
@@ -177,3 +178,37 @@ def tensor_scatter_nd_min(tensor: TensorLike, indices: TensorLike, updates: Tens
     t = convert_to_tensor(tensor)
     idx, upd = _nd_args(indices, updates, t.shape, "tensor_scatter_nd_min")
     return apply(_SCATTER_EXTREME, t, idx, _ew.cast(upd, t.dtype), ufunc="minimum")
+
+
+def _histogram_fwd(values, value_range, nbins, dtype):
+    lo, hi = float(value_range[0]), float(value_range[1])
+    if not hi > lo:
+        raise ValueError(f"lk.histogram_fixed_width: value_range must satisfy "
+                         f"value_range[0] < value_range[1], received {[lo, hi]}")
+    v = np.asarray(values, np.float64).ravel()
+    # TF: bins of width (hi - lo) / nbins; values below lo count in the first bin, at or
+    # above hi in the last.
+    idx = np.clip(np.floor((v - lo) / (hi - lo) * nbins), 0, nbins - 1).astype(np.int64)
+    return np.bincount(idx, minlength=nbins).astype(dtype)
+
+
+_HISTOGRAM = Op("histogram_fixed_width", _histogram_fwd)
+
+
+@export("lk")
+def histogram_fixed_width(values: TensorLike, value_range: TensorLike, nbins: int = 100,
+                          dtype: DTypeLike = np.int32, name: str | None = None) -> Tensor:
+    """Counts of ``values`` in ``nbins`` equal bins spanning ``value_range`` (TF's
+    ``histogram_fixed_width``: values outside the range count in the end bins). No
+    gradient (a count).
+
+    >>> import layerkit as lk
+    >>> lk.histogram_fixed_width([-1.0, 0.0, 1.5, 2.0, 5.0], [0.0, 5.0], nbins=5).numpy()
+    array([2, 1, 1, 0, 1], dtype=int32)
+    """
+    if int(nbins) < 1:
+        raise ValueError(f"lk.histogram_fixed_width: nbins must be >= 1, received {nbins}")
+    from layerkit._core.convert import as_dtype
+
+    return apply(_HISTOGRAM, convert_to_tensor(values), convert_to_tensor(value_range),
+                 nbins=int(nbins), dtype=np.dtype(as_dtype(dtype)))

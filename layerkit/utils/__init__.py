@@ -23,6 +23,7 @@ from layerkit.saving.object_registration import (
     register_keras_serializable,
 )
 from layerkit.saving.serialization_lib import deserialize_keras_object, serialize_keras_object
+from layerkit.utils.batch_utils import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from layerkit.utils.dataset_utils import split_dataset
 from layerkit.utils.directory_dataset_utils import (
     image_dataset_from_directory,
@@ -40,7 +41,8 @@ from layerkit.utils.timeseries_dataset_utils import timeseries_dataset_from_arra
 
 Sequence = PyDataset  # Keras 2's name (keras.utils.Sequence)
 
-__all__ = ["PyDataset", "Sequence", "CustomObjectScope", "custom_object_scope",
+__all__ = ["PyDataset", "Sequence", "pack_x_y_sample_weight", "unpack_x_y_sample_weight",
+           "CustomObjectScope", "custom_object_scope",
            "get_custom_objects", "get_registered_name", "get_registered_object",
            "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",
            "to_categorical", "normalize", "set_random_seed", "pad_sequences",

@@ -147,6 +147,10 @@ ROWS = [
          np.linalg.cholesky(_spd(3)), _n(3, 2)),
     _row("atrous_conv2d", lambda x, k: lk.nn.atrous_conv2d(x, k, rate=2, padding="SAME"),
          _n(1, 5, 5, 2), _n(2, 2, 2, 3)),
+    _row("lrn", lambda x: lk.nn.lrn(x, depth_radius=1) * x, _n(2, 4)),
+    _row("local_response_normalization",
+         lambda x: lk.nn.local_response_normalization(x, depth_radius=2, bias=1.5, alpha=0.3,
+                                                      beta=0.75), _n(2, 3, 6)),
     # ---- rearranging ops (primitives/rearrange.py) ----------------------------------------
     _row("space_to_depth", lambda x: lk.nn.space_to_depth(x * x, 2), _n(2, 4, 6, 3)),
     _row("space_to_depth", lambda x: lk.nn.space_to_depth(x, 2, data_format="NCHW") ** 2,

@@ -86,3 +86,41 @@ def test_qr_result_is_named_and_bitwise_ops():
     np.testing.assert_array_equal(lk.bitwise.invert(np.array([0, 5], np.uint8)), [255, 250])
     np.testing.assert_array_equal(lk.bitwise.left_shift([1, 3], [2, 1]), [4, 6])
     np.testing.assert_array_equal(lk.bitwise.right_shift([16], [3]), [2])
+
+
+def test_local_response_normalization_matches_a_loop():
+    x = rng.normal(size=(2, 3, 3, 9)).astype(np.float32)
+    r, bias, alpha, beta = 3, 2.0, 0.1, 0.6
+    want = np.empty_like(x)
+    for i in range(9):
+        lo, hi = max(0, i - r), min(9, i + r + 1)
+        want[..., i] = x[..., i] / (bias + alpha * (x[..., lo:hi] ** 2).sum(-1)) ** beta
+    got = lk.nn.local_response_normalization(x, depth_radius=r, bias=bias, alpha=alpha, beta=beta)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert lk.nn.lrn is lk.nn.local_response_normalization
+
+
+def test_histogram_fixed_width_clamps_to_the_end_bins():
+    v = np.array([-3.0, 0.0, 0.49, 0.5, 2.0, 9.9, 10.0, 42.0])
+    want = np.zeros(4, np.int32)
+    for x in v:
+        want[int(np.clip(np.floor(x / 10.0 * 4), 0, 3))] += 1
+    got = lk.histogram_fixed_width(v, [0.0, 10.0], nbins=4)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int32
+    assert lk.histogram_fixed_width([1.0], [0.0, 1.0], 2, dtype=lk.int64).dtype == np.int64
+    f = lk.function(lambda t: lk.histogram_fixed_width(t, [0.0, 10.0], nbins=4))
+    np.testing.assert_array_equal(f(lk.constant(v)), want)
+    with pytest.raises(ValueError, match="value_range"):
+        lk.histogram_fixed_width([1.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="nbins"):
+        lk.histogram_fixed_width([1.0], [0.0, 1.0], nbins=0)
+
+
+def test_rebatch_and_function_accepts_jit_compile():
+    ds = lk.data.Dataset.range(7).batch(3).rebatch(2, drop_remainder=True)
+    assert [b.tolist() for b in ds.as_numpy_iterator()] == [[0, 1], [2, 3], [4, 5]]
+    f = lk.function(lambda x: x + 1, jit_compile=True)
+    assert float(f(lk.constant(1.0))) == 2.0
+    assert lk.utils.unpack_x_y_sample_weight((1, 2)) == (1, 2, None)
+    assert lk.keras.utils.pack_x_y_sample_weight(1, 2, 3) == (1, 2, 3)

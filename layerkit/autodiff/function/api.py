@@ -895,7 +895,9 @@ def _specs_to_arrays(x, marks: dict):
 
 
 def function(f=None, input_signature=None, jit: bool = True, reduce_retracing: bool = False,
-             experimental_relax_shapes: bool | None = None, autograph: bool = True):
+             experimental_relax_shapes: bool | None = None, autograph: bool = True,
+             jit_compile: bool | None = None, name: str | None = None,
+             experimental_compile: bool | None = None):
     """Compile a Python function into a graph, traced once per input signature.
 
     The first call with a new signature (tensor shapes and dtypes, values of Python
@@ -948,6 +950,10 @@ def function(f=None, input_signature=None, jit: bool = True, reduce_retracing: b
             that trace (TensorFlow's option; ``experimental_relax_shapes`` is its old
             name).
         experimental_relax_shapes: same as ``reduce_retracing``.
+        jit_compile: TensorFlow's XLA switch; accepted and ignored (layerkit has no XLA:
+            ``jit`` above is its own fusion), as is its older name
+            ``experimental_compile``.
+        name: accepted for TensorFlow compatibility.
 
     Variable arguments are read and assigned live; another Variable of the same shape
     and dtype does not retrace (the graph is re-bound to it). Python numbers and other
