@@ -1,4 +1,5 @@
-"""Audit regressions for lk.function (API.md section 3)."""
+"""lk.function edge cases of arguments: repeated arguments under a tape, methods of
+temporary instances, TensorSpec dimension checks (API.md section 3)."""
 import numpy as np
 import pytest
 

@@ -98,7 +98,7 @@ def test_branching_on_a_traced_tensor_converts_or_names_the_line():
     assert float(converted(lk.constant([1.]))[0]) == 1.0
     assert float(converted(lk.constant([-2.]))[0]) == 2.0
     assert converted.trace_count == 1
-    with pytest.raises(TypeError, match=r"test_journeys_graphs.py:\d+.*reduce_sum"):
+    with pytest.raises(TypeError, match=r"test_training_loops_compiled.py:\d+.*reduce_sum"):
         lk.function(g, autograph=False)(lk.constant([1.]))
 
 
