@@ -17,6 +17,9 @@
 * Memory: :func:`tune_malloc` (opt-in) keeps freed large arrays in glibc's heap for
   reuse: taping ``x*x + x`` on (256, 256) float32 measured 92 -> 24 us per op;
   :func:`restore_malloc_defaults` undoes it.
+* CPython tricks: :func:`tricks_enabled` says whether layerkit's CPython-specific speed
+  tricks are on (``LAYERKIT_NO_TRICKS=1`` before ``import layerkit`` turns them off;
+  see ``layerkit._core.tricks``).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import re
 from typing import NamedTuple
 
 from layerkit import errors
-from layerkit._core import context
+from layerkit._core import context, tricks
 from layerkit._core.memory import restore_malloc_defaults, tune_malloc
 
 __all__ = ["PhysicalDevice", "LogicalDevice", "list_physical_devices",
@@ -34,7 +37,8 @@ __all__ = ["PhysicalDevice", "LogicalDevice", "list_physical_devices",
            "get_logical_device_configuration", "set_logical_device_configuration",
            "get_soft_device_placement", "set_soft_device_placement", "run_functions_eagerly",
            "functions_run_eagerly", "threading",
-           "experimental", "optimizer", "device", "tune_malloc", "restore_malloc_defaults"]
+           "experimental", "optimizer", "device", "tune_malloc", "restore_malloc_defaults",
+           "tricks_enabled"]
 
 
 class PhysicalDevice(NamedTuple):
@@ -162,6 +166,26 @@ def functions_run_eagerly() -> bool:
 
 
 experimental_run_functions_eagerly = run_functions_eagerly  # TF's deprecated spelling
+
+
+def tricks_enabled() -> bool:
+    """Whether layerkit's CPython-specific speed tricks are on.
+
+    They are on unless the environment variable ``LAYERKIT_NO_TRICKS`` was set (to
+    anything but ``""``, ``"0"`` or ``"false"``) before ``import layerkit``; it is read
+    once then. With them off every trick takes its plain code path: same results,
+    somewhat slower (the tricks and their measured gains are listed in
+    ``layerkit._core.tricks``, whose ``ACTIVE`` says which apply on this interpreter).
+
+    Returns:
+        True if the tricks are switched on.
+
+    Examples:
+        >>> import layerkit as lk
+        >>> isinstance(lk.config.tricks_enabled(), bool)
+        True
+    """
+    return tricks.ENABLED
 
 
 # ---- threads ------------------------------------------------------------------------------

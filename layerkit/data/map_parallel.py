@@ -30,12 +30,13 @@ from layerkit.data import structure as _st
 from layerkit.data.node import NodeIterator, annotate, call_fn, fn_note
 
 _normalize = _st.normalize
+_PLAIN = _rng.PLAIN  # the frame walk is off: call through KeyedCall (see rng)
 
 
 @_rng.keyed
 def _call_one(fn, elem, src, index: int) -> tuple:
     try:
-        return True, _normalize(call_fn(fn, elem))
+        return True, _normalize(call_fn(_rng.KeyedCall(fn, src, index) if _PLAIN else fn, elem))
     except Exception as e:
         return False, annotate(e, fn_note(fn, index))
 

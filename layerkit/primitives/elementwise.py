@@ -28,12 +28,11 @@ are not differentiable (their records have no vjp and are never recorded).
 """
 from __future__ import annotations
 
-import dis
 import math
-import sys
 
 import numpy as np
 
+from layerkit._core import tricks as _tricks
 from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import _NO_ATTRS, RECORDERS, Op, _apply_recording, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
@@ -183,55 +182,16 @@ def _named_error(op: Op, e: Exception, args: tuple) -> None:
 # ---- temporary elision for operators (what NumPy does for ``a * b + c``) -------------
 # ``x * y + x`` on large arrays: NumPy reuses the buffer of the temporary ``x * y`` for
 # the sum (it sees a refcount of 1); a Tensor wrapper would hide that and cost a fresh
-# 16 MB allocation and its page faults per op (measured 1.5x NumPy on 4M float32). So
-# the *operator* methods do the same check: a Tensor operand referenced only by the
-# interpreter's operand stack and this frame, owning an array nobody else references,
-# is a temporary, and the result is written into its buffer. Plain calls (``lk.add``)
-# never elide: CPython 3.11 passes call arguments without a stack reference, so a named
-# tensor could not be told apart from a temporary there. Refcounts are CPython-3.11
-# specific, hence the version guard.
-_ELIDE = sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11)
-_ELIDE_MIN_BYTES = 1 << 18  # NumPy's own threshold (256 KiB)
-_getrefcount = sys.getrefcount
-_getframe = sys._getframe
-_BINARY_OP = dis.opmap.get("BINARY_OP", -1)
-
-
-def _from_operator(depth: int) -> bool:
-    """True if the frame ``depth`` levels up is running a binary operator instruction.
-
-    The refcounts of a temporary on the operand stack and of a named tensor passed to an
-    explicit call (``c.__add__(a)``, whose argument is moved off the stack) are equal, so
-    the refcount test alone would reuse a named tensor's buffer; an operator instruction
-    in the calling frame tells them apart.
-    """
-    f = _getframe(depth + 1)
-    return f.f_code.co_code[f.f_lasti] == _BINARY_OP
-
-
-def _elidable(t, out_shape, out_dtype) -> bool:
-    # Tensor refs: the caller's operand stack, the operator method's and _elide's
-    # arguments, getrefcount's argument.
-    # Array refs: the Tensor's slot, the local ``a``, getrefcount's arg.
-    if type(t) is not Tensor or _getrefcount(t) != 5:
-        return False
-    a = t._v
-    return (type(a) is np.ndarray and a.base is None and a.flags.writeable
-            and a.nbytes >= _ELIDE_MIN_BYTES and a.shape == out_shape
-            and a.dtype == out_dtype and _getrefcount(a) == 3)
-
-
-def _elide(ufunc, x, y):
-    """``ufunc(x, y)`` written into a temporary operand's buffer, or None."""
-    shape = np.broadcast_shapes(x._v.shape, y._v.shape)
-    dtype = np.result_type(x._v, y._v)
-    target = x if _elidable(x, shape, dtype) else y if _elidable(y, shape, dtype) else None
-    if target is None or not _from_operator(2):
-        return None
-    t = _new(Tensor)
-    t._v = ufunc(x._v, y._v, out=target._v)
-    target._v = None  # the temporary is dead; make any misuse loud
-    return t
+# 16 MB allocation and its page faults per op. So the *operator* methods do the same
+# check: a Tensor operand referenced only by the interpreter's operand stack and this
+# frame, owning an array nobody else references, is a temporary, and the result is
+# written into its buffer. Plain calls (``lk.add``) never elide: CPython 3.11 passes
+# call arguments without a stack reference, so a named tensor could not be told apart
+# from a temporary there. A CPython-3.11 trick: see ``layerkit._core.tricks`` (its
+# measurement, and the switch that turns it off).
+_ELIDE = _tricks.ELIDE
+_ELIDE_MIN_BYTES = _tricks.ELIDE_MIN_BYTES
+_elide = _tricks.elide
 
 
 _NUMPY_ERRORS = (ValueError, TypeError, OverflowError)
