@@ -242,15 +242,15 @@ def blas_threads() -> int | None:
 def _pools():
     import numexpr
 
-    from layerkit.primitives import nn as _nn
-    return numexpr, _nn
+    from layerkit.kernels import blockwise
+    return numexpr, blockwise
 
 
 def _set_intra(n: int) -> None:
     numexpr, nn = _pools()
     blas = _blas()
     if not _SAVED:
-        _SAVED.update(numexpr=numexpr.get_num_threads(), nn=nn._THREADS,
+        _SAVED.update(numexpr=numexpr.get_num_threads(), nn=nn.THREADS,
                       blas=int(blas[1]()) if blas is not None else None)
     if n == 0:
         values = dict(_SAVED)
@@ -259,11 +259,11 @@ def _set_intra(n: int) -> None:
     numexpr.set_num_threads(values["numexpr"])
     if blas is not None and values["blas"] is not None:
         blas[0](ctypes.c_int(values["blas"]))
-    with nn._POOL_LOCK:  # the kernel pool is made lazily with _THREADS - 1 workers
-        for pool in nn._POOL:
+    with nn.POOL_LOCK:  # the kernel pool is made lazily with THREADS - 1 workers
+        for pool in nn.POOL:
             pool.shutdown(wait=False)
-        nn._POOL.clear()
-        nn._THREADS = values["nn"]
+        nn.POOL.clear()
+        nn.THREADS = values["nn"]
 
 
 def _count(n, who: str) -> int:

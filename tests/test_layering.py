@@ -58,7 +58,8 @@ def test_import_dag():
 
 def test_kernels_import_numpy_and_each_other_only():
     # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in primitives/ call
-    # them); they import NumPy, the standard library and other kernels, nothing else.
+    # them); they import NumPy, the standard library and other kernels, nothing else but
+    # the tuned constants of layerkit._core.tuning (a module that imports nothing).
     import sys
 
     bad = []
@@ -66,7 +67,9 @@ def test_kernels_import_numpy_and_each_other_only():
         for name in _imports(path):
             top = name.split(".")[0]
             ok = (top in ("numpy", "__future__") or top in sys.stdlib_module_names
-                  or name.startswith("layerkit.kernels"))
+                  or name.startswith("layerkit.kernels")
+                  or name in ("layerkit._core.tuning", "layerkit._core")
+                  or name.startswith("layerkit._core.tuning."))
             if not ok:
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not bad, "\n".join(bad)
@@ -95,3 +98,10 @@ def test_metrics_package_is_checked():
     # The metrics families live in a package, so the DAG check above walks each file.
     files = {p.name for p in (ROOT / "metrics").glob("*.py")}
     assert {"__init__.py", "base_metric.py", "confusion_metrics.py"} <= files
+
+
+def test_tuning_constants_import_nothing():
+    # layerkit._core.tuning is imported by every layer, kernels included: numbers only.
+    tree = ast.parse((ROOT / "_core" / "tuning.py").read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert all(isinstance(n, (ast.Assign, ast.Expr)) for n in tree.body)

@@ -12,6 +12,7 @@ import weakref
 
 from layerkit._core import tricks as _tricks
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import FUSED_MAP_BLOCK
 from layerkit.data import rng as _rng
 from layerkit.data import structure as _st
 from layerkit.data.batch import BatchIterator
@@ -23,7 +24,7 @@ _new = object.__new__
 _RECYCLE = _tricks.RECYCLE
 # Full batches sliced at once by the fused batch-then-map loop: one reshape per block
 # instead of one slice per batch per leaf.
-_BLOCK = 256
+_BLOCK = FUSED_MAP_BLOCK
 
 
 class FusedBatchMap:

@@ -24,6 +24,7 @@ import traceback
 import weakref
 from collections import deque
 
+from layerkit._core.tuning import PARALLEL_MAP_IN_FLIGHT
 from layerkit.data import parallel as _par
 from layerkit.data import rng as _rng
 from layerkit.data import structure as _st
@@ -75,7 +76,7 @@ def _process_outcomes(payload) -> list:
     return [(ok, _st.from_arrays(v) if ok else v) for ok, v in data]
 
 
-IN_FLIGHT = 256
+IN_FLIGHT = PARALLEL_MAP_IN_FLIGHT
 
 
 class ParallelMapIterator(NodeIterator):

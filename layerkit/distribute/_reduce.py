@@ -28,8 +28,10 @@ import zlib
 
 import numpy as np
 
-LARGE_BYTES = 1 << 20         # 1 MiB: reduced on its own from this size
-DEFAULT_PACK_BYTES = 1 << 22  # 4 MiB buckets
+from layerkit._core.tuning import DISTRIBUTE_LARGE_BYTES, DISTRIBUTE_PACK_BYTES
+
+LARGE_BYTES = DISTRIBUTE_LARGE_BYTES  # 1 MiB: reduced on its own from this size
+DEFAULT_PACK_BYTES = DISTRIBUTE_PACK_BYTES  # 4 MiB buckets
 
 # control vector: [weight, has data, layout hash]
 _W, _HAS, _HASH = 0, 1, 2
