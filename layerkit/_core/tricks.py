@@ -65,7 +65,13 @@ ACTIVE = {"elide": ELIDE, "recycle": RECYCLE, "frame_walk": FRAME_WALK}
 # ---- ELIDE: temporary elision in the Tensor operators ---------------------------------
 ELIDE_MIN_BYTES = 1 << 18  # NumPy's own threshold (256 KiB)
 _getrefcount = sys.getrefcount
-_getframe = getattr(sys, "_getframe", None)
+
+
+def _no_frames(depth: int = 0):
+    raise RuntimeError("this interpreter has no sys._getframe (FRAME_WALK and ELIDE are off)")
+
+
+_getframe = getattr(sys, "_getframe", _no_frames)
 _BINARY_OP = dis.opmap.get("BINARY_OP", -1)
 _new = object.__new__
 
