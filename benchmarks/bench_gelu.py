@@ -32,7 +32,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import layerkit as lk  # noqa: E402
 from layerkit import nn as lknn  # noqa: E402
-from layerkit.primitives import nn as _nn  # noqa: E402
+from layerkit._core import tuning as _tuning  # noqa: E402
+from layerkit.kernels import activation as _kact  # noqa: E402
+from layerkit.kernels import blockwise as _bw  # noqa: E402
 
 try:
     import torch
@@ -72,9 +74,9 @@ def _time_ms(fns: dict, repeats: int, interleave: bool, stat, clock=time.perf_co
 
 
 # ---- NumPy op by op (whole arrays, fresh temporaries) --------------------------------
-_P = [np.float32(v) for v in _nn._GP]
-_Q = [np.float32(v) for v in _nn._GQ]
-_K, _C = _nn._TANH_K, _nn._TANH_C
+_P = [np.float32(v) for v in _kact._GP]
+_Q = [np.float32(v) for v in _kact._GQ]
+_K, _C = _kact.TANH_K, _kact.TANH_C
 
 
 def np_gelu(x):
@@ -86,7 +88,7 @@ def np_gelu(x):
 
 def np_gelu_grad(x, y, g):
     with np.errstate(invalid="ignore", divide="ignore"):
-        d = y / x + x * np.exp(x * x * np.float32(-0.5)) * np.float32(_nn._INV_SQRT_2PI)
+        d = y / x + x * np.exp(x * x * np.float32(-0.5)) * np.float32(_kact.INV_SQRT_2PI)
     return g * np.where(x == 0, np.float32(0.5), d)
 
 
@@ -131,16 +133,16 @@ def main() -> None:
     except ImportError:
         pass
     if args.threads is not None:
-        _nn._THREADS = max(1, args.threads)
+        _bw.THREADS = max(1, args.threads)
     if args.cpu_time:
-        _nn._THREADS = 1
+        _bw.THREADS = 1
         if torch is not None:
             torch.set_num_threads(1)
     print(f"n={args.n} float32, {args.stat} {'CPU' if args.cpu_time else 'wall'} time of "
           f"{args.repeats} "
           f"{'interleaved' if args.interleave else 'back-to-back'} repeats, "
-          f"layerkit kernel threads={_nn._THREADS}, blocks={_nn._BLOCK} "
-          f"({_nn._BLOCK_THREADED} when threaded)")
+          f"layerkit kernel threads={_bw.THREADS}, blocks={_tuning.NN_BLOCK} "
+          f"({_tuning.NN_BLOCK_THREADED} when threaded)")
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal(args.n).astype(np.float32)
@@ -215,7 +217,7 @@ def main() -> None:
         a, b = ms[(form, "layerkit", "fwd+grad")], ms[(form, "NumPy op by op", "fwd+grad")]
         print(f"{form}: layerkit fwd+grad is {b / a:.2f}x faster than NumPy op by op")
     floor = _pass_floor_ms(x, args.repeats, getattr(np, args.stat), clock)
-    print(f"NumPy floor, one thread: one ufunc pass over n elements in {_nn._BLOCK}-element "
+    print(f"NumPy floor, one thread: one ufunc pass over n elements in {_tuning.NN_BLOCK}-element "
           f"blocks (L2-resident) takes {floor['mul']:.2f} ms (np.multiply), "
           f"{floor['exp']:.2f} ms (np.exp).")
     print(f"layerkit's exact kernels make {_EXACT_PASSES} such passes for forward + gradient, "
@@ -233,12 +235,12 @@ _EXACT_PASSES = 31
 def _pass_floor_ms(x, repeats, stat, clock) -> dict:
     """Time of one block-wise ufunc pass over ``x`` (scratch in cache), for multiply and
     exp: 11 passes per block minus the 1 pass that reads ``x``, over 10."""
-    a, b = np.empty(_nn._BLOCK, np.float32), np.empty(_nn._BLOCK, np.float32)
+    a, b = np.empty(_tuning.NN_BLOCK, np.float32), np.empty(_tuning.NN_BLOCK, np.float32)
 
     def blocks(extra, f):
         def run():
-            for i in range(0, x.size, _nn._BLOCK):
-                xb = x[i:i + _nn._BLOCK]
+            for i in range(0, x.size, _tuning.NN_BLOCK):
+                xb = x[i:i + _tuning.NN_BLOCK]
                 np.multiply(xb, xb, a[:xb.size])
                 for _ in range(extra):
                     f(a[:xb.size], b[:xb.size])

@@ -55,7 +55,7 @@ def config_info() -> dict:
 
     import layerkit
     from layerkit.data.parallel import default_parallelism
-    from layerkit.primitives import nn as _nn
+    from layerkit.kernels import blockwise as _blockwise
 
     deps = {d: _version(d) or "not installed" for d in _REQUIRED}
     optional = {f"{d} [{extra}]": _version(d) or "not installed"
@@ -68,7 +68,7 @@ def config_info() -> dict:
     threads = {
         "cpu cores (usable / total)": f"{cores} / {os.cpu_count()}",
         "numexpr threads": str(numexpr.get_num_threads()),
-        "layerkit nn kernel threads": str(_nn._THREADS),
+        "layerkit nn kernel threads": str(_blockwise.THREADS),
         "layerkit data AUTOTUNE workers": str(default_parallelism()),
     }
     threads.update({v: os.environ.get(v, "(unset)") for v in _THREAD_VARS})

@@ -17,6 +17,9 @@
 * Memory: :func:`tune_malloc` (opt-in) keeps freed large arrays in glibc's heap for
   reuse: taping ``x*x + x`` on (256, 256) float32 measured 92 -> 24 us per op;
   :func:`restore_malloc_defaults` undoes it.
+* CPython tricks: :func:`tricks_enabled` says whether layerkit's CPython-specific speed
+  tricks are on (``LAYERKIT_NO_TRICKS=1`` before ``import layerkit`` turns them off;
+  see ``layerkit._core.tricks``).
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import re
 from typing import Any, NamedTuple
 
 from layerkit import errors
-from layerkit._core import context
+from layerkit._core import context, tricks
 from layerkit._core.memory import restore_malloc_defaults, tune_malloc
 
 __all__ = ["PhysicalDevice", "LogicalDevice", "list_physical_devices",
@@ -34,7 +37,8 @@ __all__ = ["PhysicalDevice", "LogicalDevice", "list_physical_devices",
            "get_logical_device_configuration", "set_logical_device_configuration",
            "get_soft_device_placement", "set_soft_device_placement", "run_functions_eagerly",
            "functions_run_eagerly", "threading",
-           "experimental", "optimizer", "device", "tune_malloc", "restore_malloc_defaults"]
+           "experimental", "optimizer", "device", "tune_malloc", "restore_malloc_defaults",
+           "tricks_enabled"]
 
 
 class PhysicalDevice(NamedTuple):
@@ -164,6 +168,26 @@ def functions_run_eagerly() -> bool:
 experimental_run_functions_eagerly = run_functions_eagerly  # TF's deprecated spelling
 
 
+def tricks_enabled() -> bool:
+    """Whether layerkit's CPython-specific speed tricks are on.
+
+    They are on unless the environment variable ``LAYERKIT_NO_TRICKS`` was set (to
+    anything but ``""``, ``"0"`` or ``"false"``) before ``import layerkit``; it is read
+    once then. With them off every trick takes its plain code path: same results,
+    somewhat slower (the tricks and their measured gains are listed in
+    ``layerkit._core.tricks``, whose ``ACTIVE`` says which apply on this interpreter).
+
+    Returns:
+        True if the tricks are switched on.
+
+    Examples:
+        >>> import layerkit as lk
+        >>> isinstance(lk.config.tricks_enabled(), bool)
+        True
+    """
+    return tricks.ENABLED
+
+
 # ---- threads ------------------------------------------------------------------------------
 _BLAS_NAMES = {  # (set, get) function names of the BLAS libraries NumPy ships with
     "openblas": (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
@@ -218,15 +242,15 @@ def blas_threads() -> int | None:
 def _pools():
     import numexpr
 
-    from layerkit.primitives import nn as _nn
-    return numexpr, _nn
+    from layerkit.kernels import blockwise
+    return numexpr, blockwise
 
 
 def _set_intra(n: int) -> None:
     numexpr, nn = _pools()
     blas = _blas()
     if not _SAVED:
-        _SAVED.update(numexpr=numexpr.get_num_threads(), nn=nn._THREADS,
+        _SAVED.update(numexpr=numexpr.get_num_threads(), nn=nn.THREADS,
                       blas=int(blas[1]()) if blas is not None else None)
     if n == 0:
         values = dict(_SAVED)
@@ -235,11 +259,11 @@ def _set_intra(n: int) -> None:
     numexpr.set_num_threads(values["numexpr"])
     if blas is not None and values["blas"] is not None:
         blas[0](ctypes.c_int(values["blas"]))
-    with nn._POOL_LOCK:  # the kernel pool is made lazily with _THREADS - 1 workers
-        for pool in nn._POOL:
+    with nn.POOL_LOCK:  # the kernel pool is made lazily with THREADS - 1 workers
+        for pool in nn.POOL:
             pool.shutdown(wait=False)
-        nn._POOL.clear()
-        nn._THREADS = values["nn"]
+        nn.POOL.clear()
+        nn.THREADS = values["nn"]
 
 
 def _count(n, who: str) -> int:

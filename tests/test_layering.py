@@ -81,7 +81,8 @@ def test_import_dag():
 
 def test_kernels_import_numpy_and_each_other_only():
     # layerkit/kernels: NumPy arrays in, NumPy arrays out (the op records in primitives/ call
-    # them); they import NumPy, the standard library and other kernels, nothing else.
+    # them); they import NumPy, the standard library and other kernels, nothing else but
+    # the tuned constants of layerkit._core.tuning (a module that imports nothing).
     import sys
 
     bad = []
@@ -89,7 +90,9 @@ def test_kernels_import_numpy_and_each_other_only():
         for name in _imports(path):
             top = name.split(".")[0]
             ok = (top in ("numpy", "__future__") or top in sys.stdlib_module_names
-                  or name.startswith("layerkit.kernels"))
+                  or name.startswith("layerkit.kernels")
+                  or name in ("layerkit._core.tuning", "layerkit._core")
+                  or name.startswith("layerkit._core.tuning."))
             if not ok:
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not bad, "\n".join(bad)
@@ -138,3 +141,8 @@ def test_summary_and_model_import_no_cycle():
     assert not any(n.startswith("layerkit.models.model") for n in names), names
     names = set(_imports(ROOT / "models" / "trainer.py"))
     assert not any(n.startswith("layerkit.models.model") for n in names), names
+def test_tuning_constants_import_nothing():
+    # layerkit._core.tuning is imported by every layer, kernels included: numbers only.
+    tree = ast.parse((ROOT / "_core" / "tuning.py").read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert all(isinstance(n, (ast.Assign, ast.Expr)) for n in tree.body)

@@ -6,7 +6,7 @@ import pytest
 
 import layerkit as lk
 from layerkit import config as lk_config
-from layerkit.primitives import nn as lk_nn
+from layerkit.kernels import blockwise as lk_kernels
 
 
 # ---- TensorShape ------------------------------------------------------------------------
@@ -224,18 +224,18 @@ def test_op_determinism_is_accepted():
 def test_intra_op_threads_drive_blas_numexpr_and_kernels():
     th = lk.config.threading
     assert th.get_intra_op_parallelism_threads() == 0
-    before = (lk_config.blas_threads(), numexpr.get_num_threads(), lk_nn._THREADS)
+    before = (lk_config.blas_threads(), numexpr.get_num_threads(), lk_kernels.THREADS)
     try:
         th.set_intra_op_parallelism_threads(1)
         assert th.get_intra_op_parallelism_threads() == 1
-        assert numexpr.get_num_threads() == 1 and lk_nn._THREADS == 1
+        assert numexpr.get_num_threads() == 1 and lk_kernels.THREADS == 1
         if before[0] is not None:  # NumPy's BLAS was found and is driven
             assert lk_config.blas_threads() == 1
         a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
         np.testing.assert_allclose(lk.matmul(a, a).numpy(), a @ a, rtol=1e-5)
     finally:
         th.set_intra_op_parallelism_threads(0)
-    assert (lk_config.blas_threads(), numexpr.get_num_threads(), lk_nn._THREADS) == before
+    assert (lk_config.blas_threads(), numexpr.get_num_threads(), lk_kernels.THREADS) == before
     assert th.get_intra_op_parallelism_threads() == 0
     th.set_inter_op_parallelism_threads(2)
     assert th.get_inter_op_parallelism_threads() == 2

@@ -34,6 +34,7 @@ import numpy as np
 
 from layerkit import errors
 from layerkit._core.atomic import AtomicFile, atomic_write_bytes, write_all
+from layerkit._core.tuning import CHECKPOINT_OVERLAP_BYTES, CHECKPOINT_SLAB
 from layerkit._core.types import PathLike
 from layerkit.checkpoint.digest import BLOCK, Grid64
 
@@ -52,8 +53,8 @@ _HEADER = struct.Struct("<8sIIQIIQQQ4xI")
 # piece is checksummed while it is still in cache.
 _CHUNK = BLOCK
 _CHECKSUM = "grid64"
-_OVERLAP_BYTES = 4 << 20
-_SLAB = 16 << 20
+_OVERLAP_BYTES = CHECKPOINT_OVERLAP_BYTES
+_SLAB = CHECKPOINT_SLAB
 # Plain numeric kinds plus fixed-width bytes/str: no object or structured dtypes, which
 # would need pickle or could alias memory.
 _ALLOWED_KINDS = frozenset("biufcSU")

@@ -48,11 +48,12 @@ import weakref
 import numpy as np
 
 from layerkit._core.op import wrap
+from layerkit._core.tuning import ARROW_READ_BATCH, ARROW_WHOLE_GROUP_BYTES
 from layerkit.data import parallel as _par
 from layerkit.data import structure as _st
 from layerkit.data.node import UNKNOWN, Node, NodeIterator
 
-DEFAULT_READ_BATCH = 65536
+DEFAULT_READ_BATCH = ARROW_READ_BATCH
 
 
 def _pa():
@@ -505,7 +506,7 @@ def pa_select(schema, columns):
 # (read_row_group: 20M rows/s on a plain float/int file here, against 15M/s for
 # iter_batches of 65,536 rows); bigger ones are streamed in read_batch_size batches, so
 # memory stays bounded whatever the writer chose for the row group size.
-WHOLE_GROUP_BYTES = 64 << 20
+WHOLE_GROUP_BYTES = ARROW_WHOLE_GROUP_BYTES
 
 
 class _ParquetBatches:

@@ -32,6 +32,7 @@ from layerkit.data.node import (
 from layerkit.primitives.random import next_seed
 
 _normalize = _st.normalize
+_PLAIN = _rng.PLAIN  # the frame walk is off: call through KeyedCall (see rng)
 
 
 def _relaxed_spec(up_spec, up_first, out_first):
@@ -132,7 +133,7 @@ class MapNode(Node):
 @_rng.keyed
 def _call_keyed(fn, elem, src, index: int):
     """``fn(elem)`` as element ``index`` of the pass ``src`` (what element_rng reads)."""
-    return call_fn(fn, elem)
+    return call_fn(_rng.KeyedCall(fn, src, index) if _PLAIN else fn, elem)
 
 
 class MapIterator(FusedBatchMap, NodeIterator):
@@ -164,9 +165,10 @@ class MapIterator(FusedBatchMap, NodeIterator):
         elem = self._upnext()
         index = self._count
         self._count = index + 1
-        src = self._src  # noqa: F841 (element_rng reads it from this frame)
+        src = self._src  # element_rng reads it from this frame
+        call = _rng.KeyedCall(self._fn, src, index) if _PLAIN else self._fn
         try:
-            out = self._fn(*elem) if type(elem) is tuple else self._fn(elem)
+            out = call(*elem) if type(elem) is tuple else call(elem)
         except Exception as e:
             raise annotate(e, fn_note(self._fn, index))  # noqa: B904 (the caught error itself)
         t = type(out)
@@ -192,11 +194,12 @@ class MapIterator(FusedBatchMap, NodeIterator):
             return elems
         fn = self._fn
         src = self._src  # noqa: F841 (element_rng reads it from this frame)
+        call = _rng.KeyedCall(fn, src, self._count) if _PLAIN else fn
         out: list[Any] = []
         append = out.append
         try:
             for index, elem in enumerate(elems, self._count):  # noqa: B007 (element_rng reads it)
-                r = fn(*elem) if type(elem) is tuple else fn(elem)
+                r = call(*elem) if type(elem) is tuple else call(elem)
                 if type(r) is tuple and len(r) == 2:  # (features, label): the common case
                     a, b = r
                     if type(a) is not Tensor or type(b) is not Tensor:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 import weakref
 
+from layerkit._core import tricks as _tricks
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import FUSED_MAP_BLOCK
 from layerkit.data import rng as _rng
 from layerkit.data import structure as _st
 from layerkit.data.batch import BatchIterator
@@ -19,9 +21,10 @@ from layerkit.data.sources import SlicesIterator
 
 _normalize = _st.normalize
 _new = object.__new__
+_RECYCLE = _tricks.RECYCLE
 # Full batches sliced at once by the fused batch-then-map loop: one reshape per block
 # instead of one slice per batch per leaf.
-_BLOCK = 256
+_BLOCK = FUSED_MAP_BLOCK
 
 
 class FusedBatchMap:
@@ -61,7 +64,8 @@ class FusedBatchMap:
         # reshape; the last, partial batch takes the general path. Only the map's count
         # is written per batch: _sync() derives the input's position from it.
         fn = self._fn
-        src = self._src  # noqa: F841 (element_rng reads it from this frame)
+        src = self._src  # element_rng reads it from this frame
+        call = _rng.KeyedCall(fn, src, self._count) if _rng.PLAIN else fn
         new, tensor, tp = _new, Tensor, type
         refs, weakrefs = sys.getrefcount, weakref.getweakrefcount
         size = bt._n
@@ -72,7 +76,9 @@ class FusedBatchMap:
         pos = sl._i
         u = new(tensor)
         v = w = new(tensor)
-        alone = refs(u)  # the count of a Tensor only this frame references
+        # The count of a Tensor only this frame references; with the trick off (see
+        # layerkit._core.tricks) no count matches and every batch gets new Tensors.
+        alone = refs(u) if _RECYCLE else -1
         while True:
             m = min((n - pos) // size, _BLOCK)
             if not m:
@@ -85,7 +91,8 @@ class FusedBatchMap:
                 # leaf's from the last batch (fn usually drops its inputs), the second's
                 # from the one before (the consumer holds the last one while it asks for
                 # the next). No one can tell, and a Tensor costs ~1000 instructions to
-                # make and free: half of what this loop adds to fn and the consumer.
+                # make and free: half of what this loop adds to fn and the consumer
+                # (a CPython trick: its measurement is in layerkit._core.tricks).
                 if refs(u) != alone or weakrefs(u):
                     u = new(tensor)
                 u._v = x
@@ -95,7 +102,7 @@ class FusedBatchMap:
                 v._v = y
                 self._count = count
                 try:
-                    out = fn(u, v)
+                    out = call(u, v)
                 except Exception as e:
                     raise annotate(e, fn_note(fn, count - 1))  # noqa: B904 (the caught error itself)
                 if tp(out) is tuple:

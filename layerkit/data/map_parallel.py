@@ -25,18 +25,20 @@ import weakref
 from collections import deque
 from typing import Any
 
+from layerkit._core.tuning import PARALLEL_MAP_IN_FLIGHT
 from layerkit.data import parallel as _par
 from layerkit.data import rng as _rng
 from layerkit.data import structure as _st
 from layerkit.data.node import NodeIterator, annotate, call_fn, fn_note
 
 _normalize = _st.normalize
+_PLAIN = _rng.PLAIN  # the frame walk is off: call through KeyedCall (see rng)
 
 
 @_rng.keyed
 def _call_one(fn, elem, src, index: int) -> tuple:
     try:
-        return True, _normalize(call_fn(fn, elem))
+        return True, _normalize(call_fn(_rng.KeyedCall(fn, src, index) if _PLAIN else fn, elem))
     except Exception as e:
         return False, annotate(e, fn_note(fn, index))
 
@@ -75,7 +77,7 @@ def _process_outcomes(payload) -> list:
     return [(ok, _st.from_arrays(v) if ok else v) for ok, v in data]
 
 
-IN_FLIGHT = 256
+IN_FLIGHT = PARALLEL_MAP_IN_FLIGHT
 
 
 class ParallelMapIterator(NodeIterator):

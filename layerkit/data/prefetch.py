@@ -25,6 +25,7 @@ import itertools
 import weakref
 from time import perf_counter
 
+from layerkit._core import tuning as _tuning
 from layerkit.data import parallel as _par
 from layerkit.data import structure as _st
 from layerkit.data.node import AUTOTUNE, Node, NodeIterator, fast_sources
@@ -63,11 +64,11 @@ class PrefetchNode(Node):
         return self.inputs[0].element_spec()
 
 
-INLINE_BELOW = 30e-6
-THREAD_ABOVE = 60e-6
+INLINE_BELOW = _tuning.PREFETCH_INLINE_BELOW
+THREAD_ABOVE = _tuning.PREFETCH_THREAD_ABOVE
 _FAR = THREAD_ABOVE / 4  # a timed call this far below THREAD_ABOVE widens the sampling stride
-MAX_AUTOTUNE_BUFFER = 64
-DEFAULT_RAM_BUDGET = 256 << 20  # bytes an AUTOTUNE buffer may hold
+MAX_AUTOTUNE_BUFFER = _tuning.PREFETCH_MAX_AUTOTUNE_BUFFER
+DEFAULT_RAM_BUDGET = _tuning.PREFETCH_RAM_BUDGET  # bytes an AUTOTUNE buffer may hold
 
 
 def _pull(up):

@@ -8,21 +8,24 @@ generator, so random augmentation inside a map is reproducible whatever
 ``num_parallel_calls`` is, whichever thread or process runs the call, and after an
 iterator is restored mid-epoch. A map inside another map's function is found first, and
 outside a mapped function there is no such frame. The map's hot loop pays nothing for
-this (no thread-local key set and restored around every call: ~10% of a batch-first
-pipeline's time).
+this. The walk is a CPython trick (``layerkit._core.tricks``, with its measurement): with
+the tricks off the loops call the function through a :class:`KeyedCall`, which sets a
+thread-local key around each call.
 """
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
+
+from layerkit._core import tricks as _tricks
 
 
 class _Context(threading.local):
     # class-level defaults are what every new thread sees
     gen: np.random.Generator | None = None
     gen_key: tuple | None = None
+    key: tuple | None = None  # (SeedSource, index) set by KeyedCall when the frame walk is off
 
 
 _CTX = _Context()
@@ -54,21 +57,39 @@ class SeedSource:
         return (self.seed, self.top, self.inner)
 
 
-def current_key():
-    """``(SeedSource, index)`` of the element being mapped in this thread, or None."""
-    f = sys._getframe(1)
-    codes = _KEYED
-    while f is not None:
-        where = codes.get(f.f_code)
-        if where is not None:
-            loc = f.f_locals
-            src, index = loc.get("src"), loc.get(where[0])
-            # Unbound while the frame pulls its input (an upstream stage's function
-            # runs then, not this map's): look further up.
-            if src is not None and index is not None:
-                return src, index + where[1]
-        f = f.f_back
-    return None
+if _tricks.FRAME_WALK:
+    def current_key():
+        """``(SeedSource, index)`` of the element being mapped in this thread, or None."""
+        return _tricks.walk_to_key(_KEYED)
+else:
+    def current_key():
+        """``(SeedSource, index)`` of the element being mapped in this thread, or None."""
+        return _CTX.key
+
+
+#: True when map loops must hand the user function a :class:`KeyedCall` (the frame walk
+#: is off): ``if PLAIN: fn = KeyedCall(fn, src, first_index)``.
+PLAIN = not _tricks.FRAME_WALK
+
+
+class KeyedCall:
+    """The plain path of :func:`current_key`: ``fn`` with the element's key set in a
+    thread-local around each call, for elements ``index``, ``index + 1``, ... in order."""
+
+    __slots__ = ("fn", "src", "index")
+
+    def __init__(self, fn, src, index: int) -> None:
+        self.fn, self.src, self.index = fn, src, index
+
+    def __call__(self, *args):
+        ctx = _CTX
+        outer = ctx.key  # a map inside another map's function: put the outer key back
+        ctx.key = (self.src, self.index)
+        self.index += 1
+        try:
+            return self.fn(*args)
+        finally:
+            ctx.key = outer
 
 
 def element_rng() -> np.random.Generator:

@@ -36,8 +36,10 @@ import zlib
 
 import numpy as np
 
-LARGE_BYTES = 1 << 22         # 4 MiB: reduced on its own from this size
-DEFAULT_PACK_BYTES = 1 << 24  # 16 MiB buckets
+from layerkit._core.tuning import DISTRIBUTE_LARGE_BYTES, DISTRIBUTE_PACK_BYTES
+
+LARGE_BYTES = DISTRIBUTE_LARGE_BYTES  # 4 MiB: reduced on its own from this size
+DEFAULT_PACK_BYTES = DISTRIBUTE_PACK_BYTES  # 16 MiB buckets
 POOL = 2                      # recycled fresh buffer sets per plan
 
 # control vector: [weight, has data, layout hash]

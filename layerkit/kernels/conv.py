@@ -50,14 +50,16 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from layerkit._core import tuning as _tuning
 from layerkit.kernels.scratch import frame, pad, scratch
 
 NO_PAD = ((0, 0), (0, 0))
 ONES = (1, 1)
-FEW_CHANNELS = 3        # up to here transposed patches beat window copies (28x28 inputs)
-CHUNK_BYTES = 4 << 20   # target size of a chunk's largest temporary (see _chunks)
-KEEP_PATCH_BYTES = 16 << 20  # fused_conv2d keeps patch matrices up to this size
-_FLOPS_PER_FLOAT = 16   # GEMM flops that cost as much as moving one float (see plan)
+# Tuned sizes (measurements in layerkit._core.tuning):
+FEW_CHANNELS = _tuning.CONV_FEW_CHANNELS  # up to here transposed patches beat window copies
+CHUNK_BYTES = _tuning.CONV_CHUNK_BYTES  # target size of a chunk's largest temporary (_chunks)
+KEEP_PATCH_BYTES = _tuning.CONV_KEEP_PATCH_BYTES  # fused_conv2d keeps patch matrices up to this
+_FLOPS_PER_FLOAT = _tuning.CONV_FLOPS_PER_FLOAT  # GEMM flops that cost one float moved (plan)
 METHODS = ("gemm", "im2col", "taps", "rows")
 
 

@@ -14,8 +14,10 @@ from collections import OrderedDict
 
 import numpy as np
 
+from layerkit._core.tuning import SCRATCH_MAX_BYTES
+
 _TLS = threading.local()
-MAX_BYTES = 48 << 20  # per thread: least recently used buffers go beyond this
+MAX_BYTES = SCRATCH_MAX_BYTES  # per thread: least recently used buffers go beyond this
 
 
 def scratch(key, shape: tuple, dtype) -> np.ndarray:

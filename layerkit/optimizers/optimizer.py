@@ -43,16 +43,12 @@ from layerkit._core import context, distribution
 from layerkit._core.effects import python_call
 from layerkit._core.serialization import init_kwargs
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import OPTIMIZER_BLOCK as BLOCK
+from layerkit._core.tuning import OPTIMIZER_GROUP_MAX as GROUP_MAX
 from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit._core.variable import KEEPERS, Variable, adopt, keep_reads, replace_value, writable
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules as _schedules
-
-# Arrays with more elements than this are updated block by block (see module docstring).
-BLOCK = 32768
-# Variables up to this size share flat buffers with the others of their dtype (one kernel
-# call for all of them); larger ones are updated on their own, block by block.
-GROUP_MAX = 65536
 
 
 def _array(g) -> np.ndarray:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import BROADCAST_CACHE
 from layerkit.primitives import array as _array
 from layerkit.primitives import reduce as _reduce
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=BROADCAST_CACHE)
 def _plan(gshape: tuple, shape: tuple) -> tuple:
     """(axes to sum, whether a reshape is needed) to bring ``gshape`` down to ``shape``."""
     lead = len(gshape) - len(shape)

@@ -38,6 +38,7 @@ import numpy as np
 
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import RESIZE_CACHE
 from layerkit.primitives import array as _array
 from layerkit.primitives.conv import _arg, _value
 
@@ -51,7 +52,7 @@ FILL_MODES = ("constant", "nearest", "wrap", "reflect", "mirror")
 # =====================================================================================
 # resize
 # =====================================================================================
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=RESIZE_CACHE)
 def resize_taps(in_len: int, out_len: int, method: str, antialias: bool = False):
     """Source indices and weights of one resized axis: (K, out_len) int and float64
     arrays; output ``o`` is ``sum_k w[k, o] * x[idx[k, o]]`` and each ``idx[k]`` is

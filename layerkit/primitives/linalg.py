@@ -14,6 +14,7 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import EINSUM_CACHE
 from layerkit.errors import InvalidArgumentError
 from layerkit.primitives import array as _array
 from layerkit.primitives import broadcast as _bc
@@ -334,7 +335,7 @@ def _einsum_vjp(g, ins, y, needs, equation):
 _EINSUM = Op("einsum", _einsum_fwd, _einsum_vjp)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=EINSUM_CACHE)
 def _normalize_equation(equation: str, ranks: tuple) -> str:
     """Explicit form ``'ab,bc->ac'`` with every ``...`` replaced by letters (cached: it
     depends only on the equation and the operand ranks)."""

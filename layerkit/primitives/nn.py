@@ -16,36 +16,15 @@ asks for one:
   ``(softmax - onehot) * g`` is the record ``sparse_softmax_cross_entropy_grad``.
 - ``dropout_mask``: a stateful record (no inputs, no gradient) that draws the scaled
   keep-mask when it runs; ``dropout`` multiplies by it.
-- ``gelu`` and its gradient ``gelu_grad``: block-wise float32 kernels (below).
+- ``gelu`` and its gradient ``gelu_grad``: block-wise float32 kernels (``kernels.activation``).
 
 Every rule is written with layerkit ops, so gradients of gradients work.
 
-Block-wise float32 kernels (gelu, gelu_grad, softplus). NumPy runs one ufunc over a
-whole array at a time, so a chain of 20 ufuncs over 16 MB streams 20 times through
-memory and allocates 20 temporaries. The kernels here run the whole chain on one block
-at a time (``out=`` into scratch that stays in the L2 cache), and arrays of 1M elements
-or more are split over two threads (NumPy releases the GIL inside ufunc loops) when
-NumPy's BLAS is pinned to one thread (see ``_default_threads``).
-Measured on the 2-core box (4M float32, benchmarks/bench_gelu.py, medians): exact
-gelu forward 13 ms, forward + gradient 22 ms, where the same formula op by op takes 45
-and 68 ms (torch's fused kernels: 1.4 and 5.5 ms); tanh form 6.2 / 16.7 ms vs 16.9 /
-67 ms op by op (torch 4.8 / 11.9); softplus forward 5.9 ms vs 13 ms op by op and
-100 ms for ``np.logaddexp``. Both gradients read the forward answer (Phi = y / x), so a
-tape's backward is one pass that never re-evaluates erf or tanh (issue 15; CPU time,
-one thread, a loaded Intel box: exact backward 10.9 ms vs torch 5.7, tanh form 8.6 ms
-vs torch 11.0, where the tanh form's gradient re-evaluating tanh took ~11.3).
-A ufunc call costs ~0.12 ns per element even in cache (L2 bandwidth), so a 23-call
-chain cannot match one fused C loop.
-Exact gelu needs erf, which NumPy lacks: float32 uses a rational approximation of
-Mills' ratio fitted for this file (relative error 1.3e-7, so the gelu error is within
-a few float32 ulps); other float dtypes use ``erf`` from ``ops/elementwise``.
+The NumPy kernels behind the gelu, gelu_grad and softplus records (block-wise float32
+chains, their measurements, the float32 erf-free gelu) are in
+:mod:`layerkit.kernels.activation`.
 """
 from __future__ import annotations
-
-import math
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -63,10 +42,9 @@ from layerkit.primitives.creation import axis_arg
 # Public names are exported through ``layerkit.nn`` (not the top-level namespace).
 __all__: list[str] = []
 
-_SQRT_HALF = math.sqrt(0.5)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_TANH_K = math.sqrt(2.0 / math.pi)      # gelu tanh form: tanh(K * (x + C * x^3))
-_TANH_C = 0.044715
+_INV_SQRT_2PI = _kact.INV_SQRT_2PI
+_TANH_K = _kact.TANH_K      # gelu tanh form: tanh(K * (x + C * x^3))
+_TANH_C = _kact.TANH_C
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -85,99 +63,6 @@ def _floating(x, op: str) -> Tensor:
 def _axis_arg(axis, ndim: int, op: str) -> int:
     return axis_arg(axis, ndim, f"lk.nn.{op}")
 
-
-# =====================================================================================
-# Block-wise execution of float32 kernels
-# =====================================================================================
-# Block sizes measured on the 2-core box (4M float32, benchmarks/bench_gelu.py): one
-# thread is fastest with 32k-element blocks (five 128 KB buffers stay in L2); threads
-# want fewer, larger blocks, since every ufunc call re-acquires the GIL and a busy
-# hand-off costs more than the cache misses of 512 KB blocks.
-_BLOCK = 32768
-_BLOCK_THREADED = 131072
-_PARALLEL_MIN = 1 << 20     # below this, thread hand-offs cost more than they save
-
-
-def _default_threads() -> int:
-    """Threads for one kernel call (the calling thread is one of them).
-
-    Two threads gave 1.36x on gelu alone (4M float32, 15.7 -> 11.6 ms), but OpenBLAS's
-    idle workers busy-wait on the other core for ~0.1 s after every multi-threaded GEMM,
-    and a gelu nearly always follows one: a Dense(2048x512 @ 512x2048) + gelu forward and
-    backward step took 60.6-62.4 ms with one thread and 64.1-66.2 ms with two (three
-    alternating runs). So the kernels split only when the environment pins NumPy's BLAS
-    to one thread, and then over at most two (more were not measured).
-    """
-    blas = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
-    return max(1, min(os.cpu_count() or 1, 2)) if blas == "1" else 1
-
-
-_THREADS = _default_threads()
-_POOL: list = []
-_POOL_LOCK = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="layerkit-nn"))
-        return _POOL[0]
-
-
-# A forked child must not reuse the parent's pool (its threads do not exist there).
-os.register_at_fork(after_in_child=_POOL.clear)
-
-
-def _flat(a: np.ndarray, n: int) -> np.ndarray:
-    if a.flags.c_contiguous:
-        return a.reshape(-1)
-    if not any(a.strides):
-        # A broadcast scalar (the gradient of a sum or mean): stays a zero-stride view.
-        return np.lib.stride_tricks.as_strided(a, shape=(n,), strides=(0,))
-    return np.ascontiguousarray(a).reshape(-1)
-
-
-def _blockwise(kernel, inputs: tuple, nscratch: int) -> np.ndarray:
-    """Run ``kernel(*input_blocks, out_block, *scratch)`` over float32 blocks.
-
-    All inputs have the shape of the first; the result has that shape and float32 dtype.
-    """
-    shape = inputs[0].shape
-    n = inputs[0].size
-    flats = [_flat(a, n) for a in inputs]
-    out = np.empty(n, np.float32)
-    threaded = n >= _PARALLEL_MIN and _THREADS > 1
-    block = _BLOCK_THREADED if threaded else _BLOCK
-
-    def work(lo: int, hi: int) -> None:
-        m = min(block, hi - lo)
-        scratch = [np.empty(m, np.float32) for _ in range(nscratch)]
-        with np.errstate(all="ignore"):
-            for s in range(lo, hi, block):
-                t = min(s + block, hi)
-                bufs = scratch if t - s == m else [b[: t - s] for b in scratch]
-                kernel(*[f[s:t] for f in flats], out[s:t], *bufs)
-
-    if not threaded:
-        work(0, n)
-    else:
-        pool = _executor()
-        step = -(-n // _THREADS)
-        step = -(-step // block) * block
-        futures = [pool.submit(work, lo, min(lo + step, n)) for lo in range(step, n, step)]
-        work(0, min(step, n))
-        for f in futures:
-            f.result()
-    return out.reshape(shape)
-
-
-def _k(v: float) -> np.ndarray:
-    # 0-d float32 constants: cheaper per ufunc call than NumPy scalars, and never promote.
-    return np.array(v, np.float32)
-
-
-_ZERO, _HALF, _ONE, _NEG_HALF = _k(0.0), _k(0.5), _k(1.0), _k(-0.5)
-_K_INV_SQRT_2PI = _k(_INV_SQRT_2PI)
 
 # =====================================================================================
 # relu
@@ -276,24 +161,7 @@ def silu(features, beta: float = 1.0) -> Tensor:
 # =====================================================================================
 
 
-def _softplus32_block(x, y, e, m):
-    # max(x, 0) + log1p(exp(-|x|)): exp never overflows and log1p keeps tiny tails.
-    np.abs(x, e)
-    np.negative(e, e)
-    np.exp(e, e)
-    np.log1p(e, y)
-    np.maximum(x, _ZERO, out=m)
-    np.add(y, m, y)
-
-
-def _softplus_fwd(x):
-    if x.dtype == np.float32:
-        return _blockwise(_softplus32_block, (x,), 2)
-    with np.errstate(over="ignore", under="ignore"):
-        return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
-
-
-_SOFTPLUS = Op("softplus", _softplus_fwd,
+_SOFTPLUS = Op("softplus", _kact.softplus,
                lambda g, ins, y, needs: (_ew.multiply(g, _ew.sigmoid(ins[0])),),
                "where({0} > 0, {0} + log1p(exp(-{0})), log1p(exp({0})))", reads=(0,))
 
@@ -312,140 +180,6 @@ def softplus(features) -> Tensor:
 # =====================================================================================
 # gelu (record) and gelu_grad (record), block-wise float32 kernels
 # =====================================================================================
-# Exact form: gelu(x) = x * Phi(x). With a = |x| and Q(a) = 1 - Phi(a):
-#     gelu(x) = max(x, 0) - a * Q(a),   Q(a) = exp(-a^2 / 2) * R(a),
-# and R (Mills' ratio over sqrt(2 pi)) is smooth and monotone on [0, inf), so a
-# rational P3(a) / Q4(a) matches it to a relative 1.3e-7 on [0, 8] (an iteratively
-# reweighted least-squares fit made for this file; P(0)/Q(0) = 1/2, p3 ~ 1/sqrt(2 pi)
-# as R ~ 1/(sqrt(2 pi) a) for large a), and to 4e-5 beyond 8, where a * Q(a) < 5e-15.
-# Both branches use only a = |x|, so gelu stays accurate relative to its value in the
-# negative tail too, up to float32 rounding of a^2 inside exp (relative a^2 * 6e-8).
-# Measured against float64: absolute error <= 2.4e-7, and <= 20 ulp on [-6, 6].
-# a is clamped at 20, where a * Q(a) is 0 in float32, so a^4 never overflows.
-_GP = tuple(_k(v) for v in (13.426168209759314, 9.262810249111949, 2.9540849917590646,
-                            0.3988053896318282))
-_GQ = tuple(_k(v) for v in (26.852339959913014, 39.95049385202034, 24.359589038564025,
-                            7.39425554840357))
-_A_MAX = _k(20.0)
-
-
-def _gelu32_block(x, y, a, p, q):
-    np.abs(x, a)
-    np.minimum(a, _A_MAX, out=a)
-    np.multiply(a, _GP[3], p)                     # P(a), Horner
-    np.add(p, _GP[2], p)
-    np.multiply(p, a, p)
-    np.add(p, _GP[1], p)
-    np.multiply(p, a, p)
-    np.add(p, _GP[0], p)
-    np.add(a, _GQ[3], q)                          # Q(a), monic, Horner
-    np.multiply(q, a, q)
-    np.add(q, _GQ[2], q)
-    np.multiply(q, a, q)
-    np.add(q, _GQ[1], q)
-    np.multiply(q, a, q)
-    np.add(q, _GQ[0], q)
-    np.divide(p, q, p)
-    np.multiply(a, a, q)                          # exp(-a^2 / 2)
-    np.multiply(q, _NEG_HALF, q)
-    np.exp(q, q)
-    np.multiply(p, q, p)
-    np.multiply(p, a, p)                          # a * Q(a)
-    np.maximum(x, _ZERO, out=y)
-    np.subtract(y, p, y)
-
-
-def _gelu_grad32_block(x, y, g, dx, e, t):
-    # gelu'(x) = Phi(x) + x * phi(x), with Phi = y / x taken from the forward answer:
-    # one exp instead of re-running the rational approximation.
-    np.multiply(x, x, e)
-    zero = e.min() == 0                           # x == 0 somewhere (or |x| < 1e-19)?
-    np.multiply(e, _NEG_HALF, e)
-    np.exp(e, e)
-    np.multiply(e, x, e)
-    np.multiply(e, _K_INV_SQRT_2PI, e)
-    np.divide(y, x, t)
-    np.add(t, e, t)
-    np.multiply(t, g, dx)
-    if zero:                                      # 0/0 above: gelu'(0) = 1/2
-        z = x == 0
-        dx[z] = g[z] * _HALF
-
-
-_TK, _TKC = _k(_TANH_K), _k(_TANH_K * _TANH_C)
-_TKC6, _TK2 = _k(6.0 * _TANH_K * _TANH_C), _k(2.0 * _TANH_K)
-
-
-def _gelu_tanh32_block(x, y, s):
-    np.multiply(x, x, s)                          # u = K * (x + C x^3)
-    np.multiply(s, _TKC, s)
-    np.add(s, _TK, s)
-    np.multiply(s, x, s)
-    np.tanh(s, s)
-    np.multiply(x, _HALF, y)                      # y = x/2 + x/2 * tanh(u)
-    np.multiply(s, y, s)
-    np.add(y, s, y)
-
-
-def _gelu_tanh_grad32_block(x, y, g, dx, p, d):
-    # gelu'(x) = (1 + t)/2 + x/2 * (1 - t^2) * u',  u' = K (1 + 3 C x^2), t = tanh(u).
-    # The forward answer gives p = (1 + t)/2 = y / x, and 1 - t^2 = 4 p (1 - p): no tanh,
-    # one pass over x, y and g (the forward kernel is not re-run).
-    np.multiply(x, x, d)                          # d = 2 x u' = 4 * x u' / 2
-    zero = d.min() == 0                           # x == 0 somewhere (or |x| < 1e-19)?
-    np.multiply(d, _TKC6, d)
-    np.add(d, _TK2, d)
-    np.multiply(d, x, d)
-    np.divide(y, x, p)
-    np.subtract(_ONE, p, dx)                      # p + p (1 - p) d
-    np.multiply(dx, p, dx)
-    np.multiply(dx, d, dx)
-    np.add(dx, p, dx)
-    np.multiply(dx, g, dx)
-    if zero:                                      # 0/0 above: gelu'(0) = 1/2
-        z = x == 0
-        dx[z] = g[z] * _HALF
-
-
-def _upcast(f, *arrays, **attrs):
-    # float16 and other narrow floats run the float32 kernels.
-    dt = arrays[0].dtype
-    return f(*(a.astype(np.float32) for a in arrays), **attrs).astype(dt)
-
-
-def _gelu_fwd(x, approximate):
-    dt = x.dtype
-    if dt == np.float32:
-        if approximate:
-            return _blockwise(_gelu_tanh32_block, (x,), 1)
-        return _blockwise(_gelu32_block, (x,), 3)
-    if dt.itemsize < 4:
-        return _upcast(_gelu_fwd, x, approximate=approximate)
-    if approximate:
-        return 0.5 * x * (1.0 + np.tanh(_TANH_K * (x + _TANH_C * x * x * x)))
-    return 0.5 * x * (1.0 + _ew._erf_forward(x * _SQRT_HALF))
-
-
-def _gelu_grad_fwd(x, y, g, approximate):
-    # Both forms read Phi (exact) or (1 + tanh(u))/2 (tanh form) off the forward answer,
-    # y / x, so the gradient is one pass that never re-runs the forward (erf or tanh).
-    dt = x.dtype
-    if dt == np.float32 and g.dtype == np.float32:
-        if approximate:
-            return _blockwise(_gelu_tanh_grad32_block, (x, y, g), 2)
-        return _blockwise(_gelu_grad32_block, (x, y, g), 2)
-    if dt.itemsize < 4:
-        return _upcast(_gelu_grad_fwd, x, y, g, approximate=approximate)
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        p = y / x
-        if not x.all():
-            p = np.where(x == 0, 0.5, p)            # gelu'(0) = Phi(0) = 1/2
-        if approximate:
-            du = x * (0.5 * _TANH_K) * (1.0 + 3.0 * _TANH_C * x * x)
-            return g * (p + 4.0 * du * p * (1.0 - p))
-        return g * (p + x * np.exp(-0.5 * x * x) * _INV_SQRT_2PI)
-
-
 def _gelu_second(x: Tensor, approximate: bool) -> Tensor:
     """gelu''(x) in layerkit ops (differentiable again)."""
     x2 = _ew.square(x)
@@ -472,8 +206,8 @@ def _gelu_grad_vjp(h, ins, dx, needs, approximate):
     return gx, None, gg
 
 
-_GELU_GRAD = Op("gelu_grad", _gelu_grad_fwd, _gelu_grad_vjp, reads=(0, 1, 2))
-_GELU = Op("gelu", _gelu_fwd,
+_GELU_GRAD = Op("gelu_grad", _kact.gelu_grad, _gelu_grad_vjp, reads=(0, 1, 2))
+_GELU = Op("gelu", _kact.gelu,
            lambda g, ins, y, needs, approximate: (
                apply(_GELU_GRAD, ins[0], y, g, approximate=approximate),), reads=(0, "out"))
 

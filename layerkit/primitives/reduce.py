@@ -29,6 +29,7 @@ from layerkit._core.context import dynamic_dims
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.tuning import REDUCE_AXES_CACHE
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives.creation import axis_arg, int_arg
@@ -73,7 +74,7 @@ def _norm_axis(axis, ndim: int, op: str = "reduce"):
 _JUST_INT = frozenset([int])
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=REDUCE_AXES_CACHE)
 def _norm_axes_cached(axes: tuple, ndim: int, op: str) -> tuple:
     return tuple(sorted({axis_arg(a, ndim, op) for a in axes}))
 

@@ -15,7 +15,11 @@ import pytest
 import layerkit as lk
 from layerkit import nn
 from layerkit import random as lkrandom
+from layerkit._core import tuning
 from layerkit.autodiff.function import EagerFallbackWarning
+from layerkit.kernels import activation as K
+from layerkit.kernels import blockwise as BW
+from layerkit.kernels import special as S
 from layerkit.primitives import nn as N
 from tests.ops import rows_conv_nd, rows_elementwise, rows_nn, rows_tf_namespaces
 
@@ -148,7 +152,7 @@ def test_leaky_relu_record_values_gradients_and_graph(alpha, dtype):
 
 
 class _CountingNumpy:
-    """Stands in for ``numpy`` inside layerkit.primitives.nn and counts the calls of some ufuncs."""
+    """Stands in for ``numpy`` inside layerkit.kernels.activation; counts some ufunc calls."""
 
     def __init__(self, names):
         self.calls = dict.fromkeys(names, 0)
@@ -186,8 +190,9 @@ def test_gelu_gradient_is_one_pass_that_reads_the_forward_answer(monkeypatch, ap
         y = nn.gelu(xt, approximate=approximate)
     counting = _CountingNumpy(("tanh",))
     erf_calls = []
-    monkeypatch.setattr(N, "np", counting)
-    monkeypatch.setattr(N._ew, "_erf_forward", lambda v: erf_calls.append(v))
+    monkeypatch.setattr(K, "np", counting)
+    monkeypatch.setattr(K, "erf", lambda v: erf_calls.append(v))
+    monkeypatch.setattr(S, "erf", lambda v: erf_calls.append(v))
     got = tape.gradient(y, xt, output_gradients=gt)
     assert counting.calls["tanh"] == 0 and not erf_calls
     assert got.dtype == dtype
@@ -210,10 +215,10 @@ def test_activations_reject_integer_inputs():
 
 # ---- gelu / softplus kernels --------------------------------------------------------------
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("n", [1, 1000, 3 * N._BLOCK + 17, N._PARALLEL_MIN + 12345])
+@pytest.mark.parametrize("n", [1, 1000, 3 * tuning.NN_BLOCK + 17, tuning.NN_PARALLEL_MIN + 12345])
 def test_gelu_float32_kernel_sizes(n, threads, monkeypatch):
     # Sizes around one block, several blocks with a ragged tail, and the threaded path.
-    monkeypatch.setattr(N, "_THREADS", threads)
+    monkeypatch.setattr(BW, "THREADS", threads)
     x = (rng.standard_normal(n) * 3).astype(np.float32)
     g = rng.standard_normal(n).astype(np.float32)
     for approximate, ref, dref in (
@@ -229,11 +234,11 @@ def test_gelu_float32_kernel_sizes(n, threads, monkeypatch):
 def test_kernel_threads_follow_the_blas_thread_count(monkeypatch):
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
-    assert N._default_threads() == 1  # multi-threaded BLAS: its spinning workers own the core
+    assert BW.default_threads() == 1  # multi-threaded BLAS: its spinning workers own the core
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    assert N._default_threads() == min(os.cpu_count() or 1, 2)
+    assert BW.default_threads() == min(os.cpu_count() or 1, 2)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
-    assert N._default_threads() == 1
+    assert BW.default_threads() == 1
 
 
 def test_gelu_float32_accuracy_over_the_whole_range():

@@ -13,6 +13,9 @@ import threading
 
 import numpy as np
 
+# The executor reads BLOCK_MIN_SIZE and BLOCK_ELEMS from here (tests patch them here).
+from layerkit._core.tuning import BLOCK_ELEMS, BLOCK_MIN_SIZE, NE_MIN_OPS, NE_MIN_SIZE  # noqa: F401
+
 try:
     import numexpr as _ne
     from numexpr.necompiler import NumExpr as _NumExpr
@@ -27,25 +30,12 @@ except ImportError:  # pragma: no cover - numexpr is a hard dependency; be defen
 _NE_KINDS = {np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64)}
 
 # ---- the measured dispatch rule --------------------------------------------------------------
-# Measured with `python benchmarks/bench_function.py --dispatch` on this machine (2-core
-# Zen5 shared with other jobs, numexpr 2.14 without VML and 2 threads, NumPy 2.4; medians
-# of interleaved runs, one fused region, us per call: inline NumPy ufuncs with reused out=
-# buffers / the same ufuncs block-wise / one numexpr expression):
-#   float32, 4 arithmetic ops:  16k 11 / 19 / 71      256k 557 / 421 / 755
-#                                1M 1806 / 1316 / 2195  4M 11072 / 10247 / 13877
-#   float32, 4 ops with tanh/exp: 128k 293 / 400 / 3510   1M 3094 / 2263 / 29021
-#   float64, 4 arithmetic ops:  256k 1845 / 849 / 1069   1M 7294 / 4425 / 4942
-#                                4M 41949 / 29199 / 27559
-#   float64, 8 arithmetic ops:  1M 5775 / 3186 / 6811    4M 95795 / 46343 / 45990
-#   float64, 8 ops with tanh/exp: 1M 8503 / 6527 / 22250
-# So: numexpr never wins for float32 or for any region with a transcendental (its tanh/exp
-# are scalar libm calls here); for float64 arithmetic it only ties or edges out block-wise
-# NumPy from about 4M elements. Block-wise NumPy beats whole-array ufuncs from about 256k
-# elements (temporaries stay in cache); below that, inline ufuncs with reused buffers win.
-NE_MIN_OPS = 4
-NE_MIN_SIZE = 1 << 22
-BLOCK_MIN_SIZE = 1 << 18
-BLOCK_ELEMS = 1 << 14
+# NE_MIN_OPS, NE_MIN_SIZE, BLOCK_MIN_SIZE and BLOCK_ELEMS come from layerkit._core.tuning,
+# with the bench_function.py --dispatch figures that set them. In short: numexpr never
+# wins for float32 or for any region with a transcendental (its tanh/exp are scalar libm
+# calls here); for float64 arithmetic it only ties or edges out block-wise NumPy from
+# about 4M elements. Block-wise NumPy beats whole-array ufuncs from about 256k elements
+# (temporaries stay in cache); below that, inline ufuncs with reused buffers win.
 _TRANSCENDENTAL = ("exp", "log", "tanh", "sin", "cos", "tan", "sqrt", "expm1", "log1p",
                    "arctan", "**")
 
