@@ -71,6 +71,9 @@ def local_response_normalization(input: TensorLike, depth_radius: int = 5,  # no
     from layerkit.primitives import reduce as _reduce
 
     x = convert_to_tensor(input)
+    if len(x.shape) == 0:
+        raise ValueError("lk.nn.local_response_normalization: needs a channel axis (the "
+                         "last one); received a scalar (rank 0)")
     r = int(depth_radius)
     c = x.shape[-1]
     sq = _ew.square(x)
