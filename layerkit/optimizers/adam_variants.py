@@ -12,7 +12,25 @@ from layerkit.optimizers.schedules import LearningRateSchedule
 from layerkit.primitives import elementwise as _ew
 
 
-class Nadam(Optimizer):
+class _TwoMoments(Optimizer):
+    """The constructor and config that Nadam and Adamax share (two decay rates and an
+    epsilon, slots named by ``_slot_names``)."""
+
+    def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
+                 beta_1: float = 0.9, beta_2: float = 0.999,
+                 epsilon: float = 1e-7, **kwargs: Any) -> None:
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
+        return config
+
+
+class Nadam(_TwoMoments):
     """Adam with Nesterov momentum (Dozat), as Keras 3's ``Nadam``.
 
     With ``t = iterations + 1``, ``u_t = beta_1 * (1 - 0.5 * 0.96**t)`` and ``P_t`` the
@@ -38,15 +56,12 @@ class Nadam(Optimizer):
     """
 
     _default_name = "nadam"
+    _slot_names = ("momentum", "velocity")
 
     def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
                  beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-7, **kwargs: Any) -> None:
-        super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
-        self._slot_names = ("momentum", "velocity")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, **kwargs)
         self._products = [1.0]  # P_0, P_1, ...: the momentum schedule's running product
 
     def _u(self, t: int) -> float:
@@ -74,13 +89,8 @@ class Nadam(Optimizer):
         self.assign_sub(variable, _ew.divide(_ew.multiply(m_hat, lr),
                                              _ew.add(_ew.sqrt(v_hat), self.epsilon)))
 
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
-        return config
 
-
-class Adamax(Optimizer):
+class Adamax(_TwoMoments):
     """Adam with the infinity norm (Kingma & Ba, section 7), as Keras 3's ``Adamax``::
 
         m += (g - m) * (1 - beta_1)
@@ -103,15 +113,7 @@ class Adamax(Optimizer):
     """
 
     _default_name = "adamax"
-
-    def __init__(self, learning_rate: float | LearningRateSchedule = 0.001,
-                 beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-7, **kwargs: Any) -> None:
-        super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
-        self._slot_names = ("momentum", "norm")
+    _slot_names = ("momentum", "norm")
 
     def update_step(self, gradient: Tensor, variable: Variable,
                     learning_rate: TensorLike) -> None:
@@ -124,8 +126,3 @@ class Adamax(Optimizer):
         self.assign_sub(variable, _ew.divide(
             _ew.multiply(m, lr), _ew.multiply(_ew.add(u, self.epsilon),
                                               1.0 - self.beta_1 ** t)))
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
-        return config

@@ -19,6 +19,11 @@ __all__ = ["LearningRateSchedule", "ExponentialDecay", "CosineDecay", "Piecewise
            "deserialize"]
 
 
+def _check_steps(schedule: str, arg: str, value: float) -> None:
+    if value <= 0:
+        raise ValueError(f"{schedule}: {arg} must be > 0. Received: {arg}={value}")
+
+
 def _step(step) -> float:
     if isinstance(step, Tensor):
         step = step._v
@@ -75,10 +80,7 @@ class ExponentialDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
                  staircase: bool = False, name: str = "ExponentialDecay") -> None:
-        if decay_steps <= 0:
-            raise ValueError(
-                f"ExponentialDecay: decay_steps must be > 0. Received: decay_steps={decay_steps}"
-            )
+        _check_steps("ExponentialDecay", "decay_steps", decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.decay_rate = decay_rate
@@ -120,10 +122,7 @@ class CosineDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate: float, decay_steps: int, alpha: float = 0.0,
                  name: str = "CosineDecay", warmup_target: float | None = None,
                  warmup_steps: int = 0) -> None:
-        if decay_steps <= 0:
-            raise ValueError(
-                f"CosineDecay: decay_steps must be > 0. Received: decay_steps={decay_steps}"
-            )
+        _check_steps("CosineDecay", "decay_steps", decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.alpha = alpha
@@ -207,9 +206,7 @@ class InverseTimeDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
                  staircase: bool = False, name: str = "InverseTimeDecay") -> None:
-        if decay_steps <= 0:
-            raise ValueError(f"InverseTimeDecay: decay_steps must be > 0. Received: "
-                             f"decay_steps={decay_steps}")
+        _check_steps("InverseTimeDecay", "decay_steps", decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.decay_rate = decay_rate
@@ -245,9 +242,7 @@ class PolynomialDecay(LearningRateSchedule):
     def __init__(self, initial_learning_rate: float, decay_steps: int,
                  end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
                  name: str = "PolynomialDecay") -> None:
-        if decay_steps <= 0:
-            raise ValueError(f"PolynomialDecay: decay_steps must be > 0. Received: "
-                             f"decay_steps={decay_steps}")
+        _check_steps("PolynomialDecay", "decay_steps", decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.decay_steps = decay_steps
         self.end_learning_rate = end_learning_rate
@@ -286,9 +281,7 @@ class CosineDecayRestarts(LearningRateSchedule):
     def __init__(self, initial_learning_rate: float, first_decay_steps: int,
                  t_mul: float = 2.0, m_mul: float = 1.0, alpha: float = 0.0,
                  name: str = "SGDRDecay") -> None:
-        if first_decay_steps <= 0:
-            raise ValueError(f"CosineDecayRestarts: first_decay_steps must be > 0. "
-                             f"Received: first_decay_steps={first_decay_steps}")
+        _check_steps("CosineDecayRestarts", "first_decay_steps", first_decay_steps)
         self.initial_learning_rate = initial_learning_rate
         self.first_decay_steps = first_decay_steps
         self._t_mul = t_mul
