@@ -518,7 +518,12 @@ def _is_library(f) -> bool:
     if fn.startswith(_PKG + os.sep) or "site-packages" in fn or "dist-packages" in fn:
         return True
     if code.co_filename.startswith("<"):
-        return True
+        # Code compiled from a string (notebook cells, exec): user code when linecache
+        # holds its source, as Jupyter and cell runners register it; otherwise it has no
+        # source to convert.
+        import linecache
+
+        return not linecache.getlines(code.co_filename)
     return any(fn.startswith(d + os.sep) for d in _LIB_DIRS)
 
 
