@@ -297,7 +297,7 @@ def sparse_categorical_crossentropy(y_true: TensorLike, y_pred: TensorLike,
             f"labels use categorical_crossentropy"
         )
     k = y_pred.shape[-1]
-    keep = None
+    keep: Any = None  # the kept-entries mask once ignore_class is set
     if labels.dtype.kind not in "iu" or ignore_class is not None or not from_logits:
         # (the fused logits op checks integer labels' range itself)
         labels, keep = apply(_SPARSE_LABELS, labels, name=name, num_classes=k,

@@ -5,6 +5,8 @@ import enum
 import sys
 import threading
 import weakref
+from contextlib import AbstractContextManager
+from typing import Any
 
 import numpy as np
 
@@ -265,7 +267,7 @@ class GradientTape:
                 self._watched[id(snap)] = snap
             nodes.insert(0, (_READ_VALUE, (mine[key],), (snap,), {}, (watched,)))
 
-    def record(self, op, ins: tuple, outs: tuple, attrs: dict) -> None:
+    def record(self, op: Op, ins: tuple, outs: tuple, attrs: dict) -> None:
         if op.vjp is None:
             return
         w = self._watched
@@ -416,7 +418,7 @@ class GradientTape:
         if isinstance(t, Variable):
             self._variables[id(t)] = t
 
-    def watch(self, tensor) -> None:
+    def watch(self, tensor: Any) -> None:
         """Watch a tensor or a nested structure of tensors."""
         for t in flatten(tensor):
             if not isinstance(t, Tensor):
@@ -433,7 +435,7 @@ class GradientTape:
         """The Variables watched so far, in the order they were first watched."""
         return tuple(self._variables.values())
 
-    def stop_recording(self):
+    def stop_recording(self) -> AbstractContextManager[None]:
         """Context manager that pauses recording on this tape."""
         if not self._recording:
             raise ValueError("stop_recording() is only valid while the tape is recording")
@@ -447,8 +449,8 @@ class GradientTape:
         self._late_watch = False
         self._release()
 
-    def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients: str = "none"):
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: str = "none") -> Any:
         """Gradient of ``target`` (summed if not scalar) w.r.t. ``sources``.
 
         Args:
@@ -560,8 +562,8 @@ class GradientTape:
             out.append(g)
         return pack_like(sources, out)
 
-    def jacobian(self, target, source, unconnected_gradients: str = "none",
-                 parallel_iterations=None, experimental_use_pfor: bool = True):
+    def jacobian(self, target: Tensor, source: Any, unconnected_gradients: str = "none",
+                 parallel_iterations: int | None = None, experimental_use_pfor: bool = True) -> Any:
         """Jacobian of ``target`` w.r.t. ``source``: shape ``target.shape + source.shape``.
 
         ``source`` may be a nested structure (the result has its structure). An
@@ -570,8 +572,9 @@ class GradientTape:
         """
         return _jac.jacobian(self, target, source, unconnected_gradients)
 
-    def batch_jacobian(self, target, source, unconnected_gradients: str = "none",
-                       parallel_iterations=None, experimental_use_pfor: bool = True):
+    def batch_jacobian(self, target: Tensor, source: Tensor, unconnected_gradients: str = "none",
+                       parallel_iterations: int | None = None,
+                       experimental_use_pfor: bool = True) -> Tensor | None:
         """Per-example Jacobian: shape ``(batch,) + target.shape[1:] + source.shape[1:]``
         (arguments as in :meth:`jacobian`)."""
         return _jac.batch_jacobian(self, target, source, unconnected_gradients)

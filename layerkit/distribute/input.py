@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import json
 import struct
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from layerkit.data.prefetch import PrefetchNode
 from layerkit.data.simple import ShardNode
 from layerkit.data.sources import TensorSlicesNode
 from layerkit.data.text import TextLineNode
+
+if TYPE_CHECKING:
+    from layerkit.distribute.strategy import Strategy
 
 __all__ = ["InputContext", "DistributedDataset", "DistributedIterator", "shard_dataset"]
 
@@ -371,7 +375,7 @@ class DistributedDataset:
         element_spec: the spec of this rank's batches.
     """
 
-    def __init__(self, dataset: Dataset, strategy, global_batch_size: int | None,
+    def __init__(self, dataset: Dataset, strategy: Strategy, global_batch_size: int | None,
                  how: str) -> None:
         self._dataset = dataset
         self._strategy = strategy
@@ -382,7 +386,7 @@ class DistributedDataset:
         return DistributedIterator(iter(self._dataset), self._strategy)
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         return self._dataset.element_spec
 
     def cardinality(self) -> int:
@@ -413,7 +417,7 @@ class DistributedIterator:
     job restarted with the same number of ranks resumes exactly.
     """
 
-    def __init__(self, iterator, strategy) -> None:
+    def __init__(self, iterator: Any, strategy: Strategy) -> None:
         self._it = iterator
         self._strategy = strategy
         self._flag = np.zeros(1, np.float64)
@@ -437,7 +441,7 @@ class DistributedIterator:
             raise StopIteration
         return self._empty_batch() if batch is None else batch
 
-    def get_next(self):
+    def get_next(self) -> Any:
         """The next batch (``StopIteration`` at the end)."""
         return next(self)
 
@@ -453,7 +457,7 @@ class DistributedIterator:
         return self._empty
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         return self._it.element_spec
 
     def get_state(self) -> dict:

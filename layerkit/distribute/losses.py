@@ -11,6 +11,7 @@ import numpy as np
 from layerkit._core import distribution
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.primitives.elementwise import cast
 from layerkit.primitives.reduce import reduce_sum
 
@@ -27,7 +28,7 @@ def _replicas(what: str) -> int:
     return s.num_replicas_in_sync
 
 
-def compute_average_loss(per_example_loss, sample_weight=None,
+def compute_average_loss(per_example_loss: TensorLike, sample_weight: TensorLike | None = None,
                          global_batch_size: int | None = None) -> Tensor:
     """The sum of the (weighted) per-example losses divided by the global batch size.
 
@@ -69,7 +70,7 @@ def compute_average_loss(per_example_loss, sample_weight=None,
     return cast(reduce_sum(loss) / np.asarray(global_batch_size, dtype), dtype)
 
 
-def scale_regularization_loss(regularization_loss) -> Tensor:
+def scale_regularization_loss(regularization_loss: TensorLike) -> Tensor:
     """The sum of ``regularization_loss`` divided by ``num_replicas_in_sync`` (so that
     summing gradients over the replicas counts it once)."""
     loss = convert_to_tensor(regularization_loss)

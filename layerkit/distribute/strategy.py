@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import zlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +24,9 @@ from layerkit._core.tensor import Tensor
 from layerkit.distribute import _mpi
 from layerkit.distribute import input as _input
 from layerkit.distribute._reduce import Reducer
+
+if TYPE_CHECKING:
+    from layerkit.data.dataset import Dataset
 
 __all__ = ["ReduceOp", "CommunicationOptions", "Strategy", "MultiWorkerMirroredStrategy",
            "ReplicaContext", "StrategyExtended", "get_strategy", "has_strategy",
@@ -36,7 +41,7 @@ class ReduceOp(enum.Enum):
     MEAN = "MEAN"
 
     @classmethod
-    def of(cls, op) -> ReduceOp:
+    def of(cls, op: ReduceOp | str) -> ReduceOp:
         if isinstance(op, ReduceOp):
             return op
         if isinstance(op, str) and op.upper() in ("SUM", "MEAN"):
@@ -59,7 +64,7 @@ class CommunicationOptions:
     """
 
     def __init__(self, bytes_per_pack: int = 0, timeout_seconds: float | None = None,
-                 implementation=None) -> None:
+                 implementation: object = None) -> None:
         if not isinstance(bytes_per_pack, int) or bytes_per_pack < 0:
             raise ValueError(f"CommunicationOptions: bytes_per_pack must be an int >= 0, "
                              f"received {bytes_per_pack!r}")
@@ -86,7 +91,7 @@ class ReplicaContext:
     def num_replicas_in_sync(self) -> int:
         return self.strategy.num_replicas_in_sync
 
-    def all_reduce(self, reduce_op, value):
+    def all_reduce(self, reduce_op: ReduceOp | str, value: Any) -> Any:
         """``value`` (a Tensor, array or nested structure) combined over the replicas."""
         return self.strategy._allreduce_structure(value, ReduceOp.of(reduce_op))
 
@@ -151,16 +156,17 @@ class Strategy:
         return 1
 
     @property
-    def cluster_resolver(self):
+    def cluster_resolver(self) -> _ClusterResolver | None:
         """None for the default strategy (as in TensorFlow)."""
         return None
 
     @contextlib.contextmanager
-    def scope(self):
+    def scope(self) -> Iterator[Strategy]:
         """A context in which this strategy is current (``get_strategy()``)."""
         yield self
 
-    def run(self, fn, args=(), kwargs=None, options=None):
+    def run(self, fn: Callable[..., Any], args: Sequence[Any] = (),
+            kwargs: dict[str, Any] | None = None, options: object = None) -> Any:
         """``fn(*args, **kwargs)`` on this replica; returns its result (this replica's
         value, which ``reduce``/``gather`` combine)."""
         self._in_run += 1
@@ -169,7 +175,7 @@ class Strategy:
         finally:
             self._in_run -= 1
 
-    def reduce(self, reduce_op, value, axis=None):
+    def reduce(self, reduce_op: ReduceOp | str, value: Any, axis: int | None = None) -> Any:
         """Combine a per-replica value over the replicas (and over ``axis`` first).
 
         Args:
@@ -194,7 +200,7 @@ class Strategy:
             out.append(wrap(s if op is ReduceOp.SUM else _as_float(s / c, a.dtype)))
         return pack_like(value, out) if isinstance(value, (list, tuple, dict)) else out[0]
 
-    def gather(self, value, axis: int = 0):
+    def gather(self, value: Any, axis: int = 0) -> Any:
         """Concatenate a per-replica value over the replicas along ``axis`` (sizes along
         ``axis`` may differ; the other dimensions must match)."""
         leaves = flatten(value)
@@ -202,16 +208,19 @@ class Strategy:
                                                   else leaf), axis)) for leaf in leaves]
         return pack_like(value, out) if isinstance(value, (list, tuple, dict)) else out[0]
 
-    def experimental_local_results(self, value) -> tuple:
+    def experimental_local_results(self, value: Any) -> tuple:
         """This process's per-replica values (one replica per process)."""
         return (value,)
 
-    def experimental_distribute_dataset(self, dataset, options=None):
+    def experimental_distribute_dataset(self, dataset: Dataset, options: object = None
+                                        ) -> Dataset | _input.DistributedDataset:
         """``dataset`` split across the replicas (see :mod:`layerkit.distribute.input`);
         the default strategy returns it unchanged."""
         return dataset
 
-    def distribute_datasets_from_function(self, dataset_fn, options=None):
+    def distribute_datasets_from_function(
+            self, dataset_fn: Callable[[_input.InputContext], Dataset], options: object = None
+    ) -> Dataset | _input.DistributedDataset:
         """``dataset_fn(InputContext)``: the function builds this replica's pipeline."""
         return dataset_fn(_input.InputContext())
 
@@ -298,7 +307,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         ValueError: a cluster_resolver was given.
     """
 
-    def __init__(self, cluster_resolver=None, communication_options=None) -> None:
+    def __init__(self, cluster_resolver: None = None,
+                 communication_options: CommunicationOptions | None = None) -> None:
         if cluster_resolver is not None:
             raise ValueError("MultiWorkerMirroredStrategy: cluster_resolver must be None; the "
                              "MPI launcher (mpiexec) defines the cluster")
@@ -323,7 +333,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         return self._resolver
 
     @contextlib.contextmanager
-    def scope(self):
+    def scope(self) -> Iterator[Strategy]:
         """Variables created here are broadcast from rank 0; models compiled and
         optimizers created here train with this strategy."""
         previous = distribution.scope
@@ -333,7 +343,8 @@ class MultiWorkerMirroredStrategy(Strategy):
         finally:
             distribution.scope = previous
 
-    def experimental_distribute_dataset(self, dataset, options=None):
+    def experimental_distribute_dataset(self, dataset: Dataset, options: object = None
+                                        ) -> Dataset | _input.DistributedDataset:
         """This rank's part of ``dataset`` (see :mod:`layerkit.distribute.input`): a
         :class:`~layerkit.distribute.input.DistributedDataset` yielding this rank's
         batches (``dataset`` batched with the *global* batch size).
@@ -354,7 +365,9 @@ class MultiWorkerMirroredStrategy(Strategy):
         ds, global_batch, how = _input.shard_dataset(dataset, w.size, w.rank)
         return _input.DistributedDataset(ds, self, global_batch, how)
 
-    def distribute_datasets_from_function(self, dataset_fn, options=None):
+    def distribute_datasets_from_function(
+            self, dataset_fn: Callable[[_input.InputContext], Dataset], options: object = None
+    ) -> _input.DistributedDataset:
         """``dataset_fn(InputContext)`` built on every rank (it shards and batches with the
         per-replica batch size itself), wrapped so ``fit`` and checkpoints handle it."""
         w = self._world
@@ -514,7 +527,7 @@ def _collective_strategy() -> Strategy:
     return _LAST[0] if _LAST else _DEFAULT
 
 
-def allreduce(tensors, op="mean"):
+def allreduce(tensors: Any, op: ReduceOp | str = "mean") -> Any:
     """Horovod-style: ``tensors`` (a Tensor/array, or a list/dict of them) combined over
     all ranks, fused into a few MPI calls. Uses the strategy in scope, else this process's
     ``MultiWorkerMirroredStrategy``; in one process it returns copies.
@@ -529,7 +542,7 @@ def allreduce(tensors, op="mean"):
     return _collective_strategy()._allreduce_structure(tensors, ReduceOp.of(op))
 
 
-def broadcast_variables(variables, root_rank: int = 0) -> None:
+def broadcast_variables(variables: Any, root_rank: int = 0) -> None:
     """Horovod-style: give every rank ``root_rank``'s values of ``variables`` (in place).
 
     Raises:

@@ -1,6 +1,9 @@
 """``lk.models.clone_model``: the same architecture with new weights (Keras 3's API)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor
@@ -15,8 +18,10 @@ def _default_clone(layer: Layer) -> Layer:
     return layer.__class__.from_config(layer.get_config())
 
 
-def clone_model(model, input_tensors=None, clone_function=None, call_function=None,
-                recursive: bool = False, **kwargs):
+def clone_model(model: Model, input_tensors: Any = None,
+                clone_function: Callable[[Layer], Layer] | None = None,
+                call_function: Callable[..., Any] | None = None,
+                recursive: bool = False, **kwargs: Any) -> Model:
     """A new model with the architecture of ``model`` and freshly initialised weights.
 
     Sequential and functional models are rebuilt layer by layer: each layer is

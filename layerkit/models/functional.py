@@ -8,11 +8,14 @@ tensors: one layer call per node.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.nest import flatten, pack_sequence_as
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike
 from layerkit.layers.backend_config import floatx
 from layerkit.layers.layer import set_keras_mask
 from layerkit.layers.symbolic import SymbolicTensor, map_structure
@@ -22,8 +25,10 @@ __all__ = ["Input", "Graph"]
 _INPUT_UIDS = [0]
 
 
-def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
-          batch_shape=None, name: str | None = None, tensor=None) -> SymbolicTensor:
+def Input(shape: int | ShapeLike | None = None, batch_size: int | None = None,
+          dtype: DTypeLike = None, sparse: bool | None = None,
+          batch_shape: ShapeLike | None = None, name: str | None = None,
+          tensor: Any = None) -> SymbolicTensor:
     """A symbolic graph input for the functional API.
 
     Args:
@@ -59,6 +64,7 @@ def Input(shape=None, batch_size: int | None = None, dtype=None, sparse=None,
     if batch_shape is None:
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
+        assert shape is not None  # (one of shape and batch_shape is set, checked above)
         batch_shape = (batch_size,) + tuple(shape)
     for d in batch_shape:
         if d is not None and (not isinstance(d, (int, np.integer)) or d < 0):

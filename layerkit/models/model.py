@@ -15,10 +15,12 @@ This module holds the model proper: its layers and symbolic inputs/outputs, ``ca
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from layerkit._core import context
 from layerkit._core.nest import flatten
+from layerkit._core.types import PathLike
 from layerkit.layers import layer as _layer_module
 from layerkit.layers.layer import Layer
 from layerkit.layers.symbolic import SymbolicTensor
@@ -58,7 +60,7 @@ class Model(Trainer, Layer):
     _graph: Any
     _implicit_build: bool
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs.keys() & {"inputs", "outputs"}:
             if not _is_functional_call(args, kwargs):
                 raise TypeError(
@@ -111,22 +113,22 @@ class Model(Trainer, Layer):
         return self._graph.inputs if what == "input" else self._graph.outputs
 
     @property
-    def input(self):
+    def input(self) -> Any:
         """The symbolic input(s) in the structure the model was built with."""
         return self._structure("input")
 
     @property
-    def output(self):
+    def output(self) -> Any:
         """The symbolic output(s) in the structure the model was built with."""
         return self._structure("output")
 
     @property
-    def input_shape(self):
+    def input_shape(self) -> Any:
         """The input shape(s) with None for unknown sizes (a tuple, or a list of them)."""
         return _shapes(self._structure("input"))
 
     @property
-    def output_shape(self):
+    def output_shape(self) -> Any:
         """The output shape(s) with None for unknown sizes (a tuple, or a list of them)."""
         return _shapes(self._structure("output"))
 
@@ -164,7 +166,7 @@ class Model(Trainer, Layer):
         return super()._checkpoint_children()
 
     # ---- calling and building -----------------------------------------------------------
-    def call(self, inputs, training=None, mask=None):
+    def call(self, inputs: Any, training: bool | None = None, mask: Any = None) -> Any:
         """Run the model (functional models replay their graph; subclasses override)."""
         if self._graph is not None:
             return self._graph.run(inputs, mask)
@@ -181,7 +183,7 @@ class Model(Trainer, Layer):
         finally:
             self.__dict__["_implicit_build"] = False
 
-    def build(self, input_shape=None) -> None:
+    def build(self, input_shape: Any = None) -> None:
         """Create the weights for inputs of ``input_shape`` (None batch size allowed).
 
         For a subclassed model this runs ``call`` once on zeros of that shape (with no
@@ -200,7 +202,8 @@ class Model(Trainer, Layer):
             context.RECORDERS[:] = saved
         self.__dict__["_build_shape"] = input_shape
 
-    def summary(self, line_length: int | None = None, positions=None, print_fn=None,
+    def summary(self, line_length: int | None = None, positions: Sequence[float] | None = None,
+                print_fn: Callable[..., Any] | None = None,
                 expand_nested: bool = False, show_trainable: bool = False) -> None:
         """Print a table of layers: name (type), output shape, parameter count; totals.
 
@@ -214,7 +217,7 @@ class Model(Trainer, Layer):
                                expand_nested=expand_nested, show_trainable=show_trainable)
 
     # ---- weights files ------------------------------------------------------------------------
-    def save_weights(self, filepath, overwrite: bool = True) -> str:
+    def save_weights(self, filepath: PathLike, overwrite: bool = True) -> str:
         """Write the model's weights to ``filepath``.
 
         The suffix picks the format: ``.safetensors`` (weights by layer path, through
@@ -250,7 +253,7 @@ class Model(Trainer, Layer):
             return save_keras_weights(self, path)
         return Checkpoint(model=self).write(path)
 
-    def load_weights(self, filepath, skip_mismatch: bool = False):
+    def load_weights(self, filepath: PathLike, skip_mismatch: bool = False) -> Any:
         """Restore weights written by :meth:`save_weights`, or by Keras 3.
 
         The suffix picks the format: ``.weights.h5``/``.h5`` (Keras 3
@@ -291,8 +294,9 @@ class Model(Trainer, Layer):
             status.expect_partial()
         return status
 
-    def export(self, filepath, format: str = "tf_saved_model", verbose: bool | None = None,
-               input_signature=None, **kwargs) -> None:
+    def export(self, filepath: PathLike, format: str = "tf_saved_model",
+               verbose: bool | None = None,
+               input_signature: Any = None, **kwargs: Any) -> None:
         """Export the model's inference call as an artifact (Keras 3's ``Model.export``).
 
         ``format="onnx"`` writes an ONNX file through :func:`layerkit.onnx.export` (the
@@ -329,7 +333,8 @@ class Model(Trainer, Layer):
                          f"format='onnx'")
 
     # ---- whole-model saving and configs ---------------------------------------------------
-    def save(self, filepath, overwrite: bool = True, zipped=None, **kwargs) -> str:
+    def save(self, filepath: PathLike, overwrite: bool = True, zipped: bool | None = None,
+             **kwargs: Any) -> str:
         """Save the whole model as a Keras 3 ``.keras`` archive (architecture, weights,
         optimizer state); see :func:`layerkit.saving.save_model`.
 
@@ -343,7 +348,7 @@ class Model(Trainer, Layer):
                              f"(zipped=False is not supported)")
         return save_model(self, filepath, overwrite=overwrite, **kwargs)
 
-    def to_json(self, **kwargs) -> str:
+    def to_json(self, **kwargs: Any) -> str:
         """The model's config as a JSON string (``lk.models.model_from_json`` inverts it;
         Keras 3's ``model_from_json`` reads it). ``kwargs`` go to ``json.dumps``."""
         import json
@@ -365,7 +370,7 @@ class Model(Trainer, Layer):
         return Layer.get_config(self)
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None):
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
         """A new model (fresh weights) from :meth:`get_config` output or Keras 3's.
 
         Raises:

@@ -1,6 +1,7 @@
 """``lk.Sequential``: a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,8 @@ class Sequential(Model):
     _sym_outs: list
     _sym_input: Any
 
-    def __init__(self, layers=None, name: str | None = None, trainable: bool = True) -> None:
+    def __init__(self, layers: Sequence[Layer | SymbolicTensor] | None = None,
+                 name: str | None = None, trainable: bool = True) -> None:
         super().__init__(name=name, trainable=trainable)
         self._stack = []  # tracked list: weights and checkpoint order follow it
         self.__dict__["_input_shape"] = None
@@ -56,7 +58,7 @@ class Sequential(Model):
     def _checkpoint_children(self) -> dict:
         return {f"layer-{i}": layer for i, layer in enumerate(self._stack)}
 
-    def add(self, layer) -> None:
+    def add(self, layer: Layer | SymbolicTensor) -> None:
         """Append a layer (or set the input shape with ``lk.Input`` or an ``InputLayer``).
 
         Raises:
@@ -139,7 +141,7 @@ class Sequential(Model):
     def _symbolic_shapes(self) -> list:
         return [(layer, shape) for layer, shape, _ in self._symbolic]
 
-    def build(self, input_shape=None) -> None:
+    def build(self, input_shape: Any = None) -> None:
         """Build every layer for inputs of ``input_shape`` (the batch size may be None)."""
         if input_shape is None:
             input_shape = self._input_shape
@@ -163,7 +165,7 @@ class Sequential(Model):
             )
         self.__dict__["_input_ok"] = (expected, shape)
 
-    def call(self, inputs, training=None, mask=None):
+    def call(self, inputs: Any, training: bool | None = None, mask: Any = None) -> Any:
         if self._input_shape is not None:
             self._check_input(inputs)
         x = inputs

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -137,9 +138,11 @@ class Trainer(_Base):
                  _distribute_strategy=distribution.scope)
 
     # ---- compile -----------------------------------------------------------------------------
-    def compile(self, optimizer="adam", loss=None, metrics=None, loss_weights=None,
-                weighted_metrics=None, run_eagerly: bool = False, steps_per_execution: int = 1,
-                jit_compile="auto", auto_scale_loss: bool = True) -> None:
+    def compile(self, optimizer: str | dict[str, Any] | _optimizers.Optimizer = "adam",
+                loss: Any = None, metrics: Any = None, loss_weights: Any = None,
+                weighted_metrics: Any = None, run_eagerly: bool = False,
+                steps_per_execution: int = 1,
+                jit_compile: bool | str = "auto", auto_scale_loss: bool = True) -> None:
         """Configure training.
 
         Args:
@@ -193,7 +196,7 @@ class Trainer(_Base):
             strategy.extended._compile(self)
 
     @property
-    def compiled_loss(self):
+    def compiled_loss(self) -> Callable[..., Any]:
         """Keras 2 style: ``compiled_loss(y, y_pred, sample_weight=None,
         regularization_losses=None)`` returns the total loss and records it in the
         ``loss`` metric (so custom steps written this way log it)."""
@@ -261,7 +264,8 @@ class Trainer(_Base):
         return out
 
     # ---- the steps ----------------------------------------------------------------------------
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None,
+    def compute_loss(self, x: Any = None, y: Any = None, y_pred: Any = None,
+                     sample_weight: Any = None,
                      training: bool = True) -> Tensor:
         """The compiled loss of ``(y, y_pred)`` plus the model's ``losses`` (regularizers).
 
@@ -287,7 +291,7 @@ class Trainer(_Base):
         self.__dict__["_step_loss"] = (total, y_pred)
         return total
 
-    def compute_metrics(self, x, y, y_pred, sample_weight=None) -> dict:
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> dict:
         """Update the compiled metrics and return :meth:`get_metrics_result`."""
         if self._compile_metrics is not None:
             self._compile_metrics.update_state(y, y_pred, sample_weight)
@@ -302,7 +306,7 @@ class Trainer(_Base):
             self.__dict__["_step_cache"] = cache
         return cache
 
-    def train_step(self, data) -> dict:
+    def train_step(self, data: Any) -> dict:
         """One optimisation step on a batch; returns the logs (override to customise)."""
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         with GradientTape() as tape:
@@ -320,7 +324,7 @@ class Trainer(_Base):
             return _DEFERRED
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
-    def test_step(self, data) -> dict:
+    def test_step(self, data: Any) -> dict:
         """One evaluation step on a batch; returns the logs (override to customise)."""
         x, y, sample_weight = unpack_x_y_sample_weight(data)
         y_pred = self(x, training=False)
@@ -329,7 +333,7 @@ class Trainer(_Base):
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x))
         return self.compute_metrics(x, y, y_pred, sample_weight)
 
-    def predict_step(self, data):
+    def predict_step(self, data: Any) -> Any:
         """The model's output on a batch (override to customise)."""
         x, _, _ = unpack_x_y_sample_weight(data)
         return self(x, training=False)
@@ -352,7 +356,7 @@ class Trainer(_Base):
             return lambda batch: fn(batch, self._defer_logs)
         return fn
 
-    def make_train_function(self):
+    def make_train_function(self) -> Callable[..., Any]:
         """The callable ``fit`` runs on each batch: ``fn(batch) -> logs``.
 
         Without ``run_eagerly`` it is ``train_step`` traced by ``lk.function`` (one trace
@@ -361,11 +365,11 @@ class Trainer(_Base):
         """
         return self._step_function("train")
 
-    def make_test_function(self):
+    def make_test_function(self) -> Callable[..., Any]:
         """The callable ``evaluate`` runs on each batch (see :meth:`make_train_function`)."""
         return self._step_function("test")
 
-    def make_predict_function(self):
+    def make_predict_function(self) -> Callable[..., Any]:
         """The callable ``predict`` runs on each batch (see :meth:`make_train_function`)."""
         return self._step_function("predict")
 
@@ -403,10 +407,12 @@ class Trainer(_Base):
                                      verbose=verbose, mode=mode)
         return cl, history
 
-    def fit(self, x=None, y=None, batch_size: int | None = None, epochs: int = 1,
-            verbose="auto", callbacks=None, validation_split: float = 0.0,
-            validation_data=None, shuffle=True, class_weight: dict | None = None,
-            sample_weight=None, initial_epoch: int = 0, steps_per_epoch: int | None = None,
+    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
+            verbose: str | int = "auto", callbacks: Sequence[_callbacks.Callback] | None = None,
+            validation_split: float = 0.0,
+            validation_data: Any = None, shuffle: bool | str = True,
+            class_weight: dict | None = None,
+            sample_weight: Any = None, initial_epoch: int = 0, steps_per_epoch: int | None = None,
             validation_steps: int | None = None, validation_batch_size: int | None = None,
             validation_freq: int = 1) -> _callbacks.History:
         """Train for ``epochs`` epochs; returns a :class:`~layerkit.callbacks.History`.
@@ -585,9 +591,11 @@ class Trainer(_Base):
         cbl.on_test_end(logs)
         return logs
 
-    def evaluate(self, x=None, y=None, batch_size: int | None = None, verbose="auto",
-                 sample_weight=None, steps: int | None = None, callbacks=None,
-                 return_dict: bool = False):
+    def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None,
+                 verbose: str | int = "auto",
+                 sample_weight: Any = None, steps: int | None = None,
+                 callbacks: Sequence[_callbacks.Callback] | None = None,
+                 return_dict: bool = False) -> Any:
         """The loss and metrics on ``x``/``y``.
 
         Returns:
@@ -616,8 +624,9 @@ class Trainer(_Base):
         values = [logs[n] for n in names]
         return values[0] if len(values) == 1 else values
 
-    def predict(self, x, batch_size: int | None = None, verbose="auto", steps: int | None = None,
-                callbacks=None):
+    def predict(self, x: Any, batch_size: int | None = None, verbose: str | int = "auto",
+                steps: int | None = None,
+                callbacks: Sequence[_callbacks.Callback] | None = None) -> Any:
         """The model's outputs for ``x``, batch by batch, concatenated into NumPy arrays.
 
         Args:
@@ -654,8 +663,9 @@ class Trainer(_Base):
             raise ValueError("predict: the input produced no batches (empty data?)")
         return _concat(outs)
 
-    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
-                       return_dict: bool = False):
+    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                       class_weight: dict | None = None,
+                       return_dict: bool = False) -> Any:
         """One training step on one batch; the metrics are reset first, so the logs are
         this batch's (as in Keras).
 
@@ -672,7 +682,8 @@ class Trainer(_Base):
         logs = _floats(self._step_function("train")(batch))
         return logs if return_dict else self._ordered(logs)
 
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
+    def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None,
+                      return_dict: bool = False) -> Any:
         """One evaluation step on one batch (metrics are reset first)."""
         self._assert_compiled("test_on_batch")
         self.reset_metrics()
@@ -681,7 +692,7 @@ class Trainer(_Base):
         logs = _floats(self._step_function("test")(batch))
         return logs if return_dict else self._ordered(logs)
 
-    def predict_on_batch(self, x):
+    def predict_on_batch(self, x: Any) -> Any:
         """The model's output on one batch, as NumPy."""
         out = self.predict_step((wrap(np.asarray(x)) if not isinstance(x, (Tensor, dict, list,
                                                                              tuple)) else x,))

@@ -16,6 +16,8 @@ with checkpoints and ``.keras`` files, with no private names. The built-ins have
 """
 from __future__ import annotations
 
+from typing import Any
+
 from layerkit.optimizers import schedules
 from layerkit.optimizers.adadelta import Adadelta, Lion
 from layerkit.optimizers.adagrad import Adagrad
@@ -67,7 +69,7 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
     return deserialize_keras_object(config, custom_objects, kind="optimizers")
 
 
-def get(identifier) -> Optimizer:
+def get(identifier: str | dict[str, Any] | Optimizer) -> Optimizer:
     """An optimizer from a name, a config dict or an instance (returned as is).
 
     Raises:

@@ -1,12 +1,14 @@
 """Adagrad, Keras 3 update rule."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
 from layerkit._core.types import TensorLike
 from layerkit._core.variable import Variable
-from layerkit.optimizers.optimizer import Optimizer
+from layerkit.optimizers.optimizer import LearningRateLike, Optimizer
 from layerkit.primitives import elementwise as _ew
 
 
@@ -30,8 +32,9 @@ class Adagrad(Optimizer):
 
     _default_name = "adagrad"
 
-    def __init__(self, learning_rate=0.001, initial_accumulator_value: float = 0.1,
-                 epsilon: float = 1e-7, **kwargs) -> None:
+    def __init__(self, learning_rate: LearningRateLike = 0.001,
+                 initial_accumulator_value: float = 0.1,
+                 epsilon: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         if initial_accumulator_value < 0:
             raise ValueError(

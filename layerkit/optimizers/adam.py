@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from layerkit._core.tensor import Tensor
 from layerkit._core.types import TensorLike
 from layerkit._core.variable import Variable
-from layerkit.optimizers.optimizer import Optimizer
+from layerkit.optimizers.optimizer import LearningRateLike, Optimizer
 from layerkit.primitives import elementwise as _ew
 
 
@@ -42,8 +43,9 @@ class Adam(Optimizer):
 
     _default_name = "adam"
 
-    def __init__(self, learning_rate=0.001, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-7, amsgrad: bool = False, **kwargs) -> None:
+    def __init__(self, learning_rate: LearningRateLike = 0.001, beta_1: float = 0.9,
+                 beta_2: float = 0.999,
+                 epsilon: float = 1e-7, amsgrad: bool = False, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta_1 = float(beta_1)
         self.beta_2 = float(beta_2)
@@ -125,9 +127,10 @@ class AdamW(Adam):
 
     _default_name = "adamw"
 
-    def __init__(self, learning_rate=0.001, weight_decay: float = 0.004, beta_1: float = 0.9,
+    def __init__(self, learning_rate: LearningRateLike = 0.001, weight_decay: float = 0.004,
+                 beta_1: float = 0.9,
                  beta_2: float = 0.999, epsilon: float = 1e-7, amsgrad: bool = False,
-                 **kwargs) -> None:
+                 **kwargs: Any) -> None:
         if weight_decay is None:
             raise ValueError("AdamW: weight_decay must be a float, received None")
         super().__init__(learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,

@@ -34,8 +34,8 @@ rate, schedule and ``iterations`` live, so traced and eager steps give the same 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -50,6 +50,10 @@ from layerkit._core.variable import KEEPERS, Variable, adopt, keep_reads, replac
 from layerkit.checkpoint import trackable
 from layerkit.optimizers import schedules as _schedules
 
+#: what ``learning_rate=`` accepts: a number, a scalar tensor, a schedule or a
+#: zero-argument callable returning the rate.
+LearningRateLike: TypeAlias = (
+    "float | Tensor | _schedules.LearningRateSchedule | Callable[[], float]")
 
 def _array(g) -> np.ndarray:
     if isinstance(g, Tensor):
@@ -195,7 +199,7 @@ class Optimizer:
         cls._fused = k is not Optimizer and all(
             issubclass(k, _owner(cls, m)) for m in ("update_step", "build"))
 
-    def __init__(self, learning_rate=0.001, weight_decay: float | None = None,
+    def __init__(self, learning_rate: LearningRateLike = 0.001, weight_decay: float | None = None,
                  clipnorm: float | None = None, clipvalue: float | None = None,
                  global_clipnorm: float | None = None, name: str | None = None) -> None:
         n_clip = sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm))
@@ -259,9 +263,9 @@ class Optimizer:
             self._lr_var.assign(np.float32(lr))
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> Variable | float:
         """The learning rate: the float Variable, or the schedule's current value."""
-        if self._lr_fn is None:
+        if self._lr_fn is None and self._lr_var is not None:  # (set unless a schedule)
             return self._lr_var
         return self._current_lr()
 
@@ -278,7 +282,7 @@ class Optimizer:
         return float(fn())
 
     # ---- slots ------------------------------------------------------------------------
-    def build(self, variables) -> None:
+    def build(self, variables: Sequence[Variable]) -> None:
         """Index ``variables`` and create a built-in's slots (the first apply calls it).
 
         A subclass that creates its own slots overrides it: ``if self.built: return``,
@@ -473,7 +477,8 @@ class Optimizer:
             f"learning_rate) (see the lk.optimizers.Optimizer docstring)")
 
     # ---- weight decay exclusion ------------------------------------------------------------
-    def exclude_from_weight_decay(self, var_list=None, var_names=None) -> None:
+    def exclude_from_weight_decay(self, var_list: Sequence[Variable] | None = None,
+                                  var_names: Sequence[str] | None = None) -> None:
         """Skip weight decay for these variables, or those whose name contains a string.
 
         Raises:
@@ -495,7 +500,8 @@ class Optimizer:
         return not any(s in var.name for s in self._exclude_names)
 
     # ---- the update -----------------------------------------------------------------------
-    def apply_gradients(self, grads_and_vars) -> Variable:
+    def apply_gradients(
+            self, grads_and_vars: Iterable[tuple[TensorLike | None, Variable]]) -> Variable:
         """Apply one update from ``(gradient, variable)`` pairs; ``None`` gradients are skipped.
 
         Returns:
@@ -513,7 +519,7 @@ class Optimizer:
         self.apply(grads, variables)
         return self.iterations
 
-    def apply(self, grads, variables) -> None:
+    def apply(self, grads: Sequence[TensorLike | None], variables: Sequence[Variable]) -> None:
         """Like :meth:`apply_gradients` with gradients and variables as two lists."""
         variables = list(variables)
         if not variables:
@@ -766,7 +772,8 @@ class Optimizer:
     def _kernel(self, v, g, slots, scratch, consts) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement _kernel")
 
-    def minimize(self, loss, var_list, tape=None) -> Variable:
+    def minimize(self, loss: Callable[[], TensorLike], var_list: Sequence[Variable],
+                 tape: object = None) -> Variable:
         """Differentiate ``loss`` (a zero-argument callable) and apply one update.
 
         Args:

@@ -1,12 +1,14 @@
 """RMSprop (plain momentum, optional centering), Keras 3 update rule."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
 from layerkit._core.types import TensorLike
 from layerkit._core.variable import Variable
-from layerkit.optimizers.optimizer import Optimizer
+from layerkit.optimizers.optimizer import LearningRateLike, Optimizer
 from layerkit.primitives import elementwise as _ew
 
 
@@ -34,8 +36,9 @@ class RMSprop(Optimizer):
 
     _default_name = "rmsprop"
 
-    def __init__(self, learning_rate=0.001, rho: float = 0.9, momentum: float = 0.0,
-                 epsilon: float = 1e-7, centered: bool = False, **kwargs) -> None:
+    def __init__(self, learning_rate: LearningRateLike = 0.001, rho: float = 0.9,
+                 momentum: float = 0.0,
+                 epsilon: float = 1e-7, centered: bool = False, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.rho = float(rho)
         self.momentum = float(momentum)

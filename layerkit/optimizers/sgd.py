@@ -1,12 +1,14 @@
 """Stochastic gradient descent with optional (Nesterov) momentum, Keras 3 update rule."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core.tensor import Tensor
 from layerkit._core.types import TensorLike
 from layerkit._core.variable import Variable
-from layerkit.optimizers.optimizer import Optimizer
+from layerkit.optimizers.optimizer import LearningRateLike, Optimizer
 from layerkit.primitives import elementwise as _ew
 
 
@@ -40,8 +42,9 @@ class SGD(Optimizer):
 
     _default_name = "SGD"
 
-    def __init__(self, learning_rate=0.01, momentum: float = 0.0, nesterov: bool = False,
-                 **kwargs) -> None:
+    def __init__(self, learning_rate: LearningRateLike = 0.01, momentum: float = 0.0,
+                 nesterov: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         if not isinstance(momentum, (int, float)) or not 0 <= momentum <= 1:
             raise ValueError(

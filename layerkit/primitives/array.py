@@ -15,6 +15,7 @@ never written through.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from functools import lru_cache
 from math import prod
 
@@ -23,6 +24,7 @@ import numpy as np
 from layerkit._core import context
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, ShapeLike, TensorLike
 from layerkit.errors import InvalidArgumentError
 from layerkit.primitives import broadcast as _bc
 from layerkit.primitives import reduce as _reduce
@@ -89,7 +91,7 @@ def _reshape_error(xshape: tuple, shape: tuple) -> InvalidArgumentError:
 
 
 @export("lk")
-def reshape(x, shape) -> Tensor:
+def reshape(x: TensorLike, shape: ShapeLike | TensorLike) -> Tensor:
     """Return ``x`` with a new shape; one dimension may be -1 (inferred).
 
     Raises:
@@ -109,7 +111,7 @@ def reshape(x, shape) -> Tensor:
 
 
 @export("lk")
-def expand_dims(x, axis: int) -> Tensor:
+def expand_dims(x: TensorLike, axis: int) -> Tensor:
     """Insert a length-1 axis at ``axis`` (``-1`` appends; range ``[-rank-1, rank]``)."""
     shape = _shape_of(x)
     a = _axis(axis, len(shape), "expand_dims", extra=1)
@@ -119,7 +121,7 @@ def expand_dims(x, axis: int) -> Tensor:
 
 
 @export("lk")
-def squeeze(x, axis=None) -> Tensor:
+def squeeze(x: TensorLike, axis: AxisLike = None) -> Tensor:
     """Remove length-1 axes (all of them, or those in ``axis``).
 
     Raises:
@@ -159,7 +161,7 @@ _BROADCAST_TO = Op("broadcast_to", _broadcast_to_fwd, _broadcast_to_vjp, reads=(
 
 
 @export("lk")
-def broadcast_to(x, shape) -> Tensor:
+def broadcast_to(x: TensorLike, shape: ShapeLike | TensorLike) -> Tensor:
     """Broadcast ``x`` to ``shape`` (NumPy rules); the result is a read-only view.
 
     Raises:
@@ -183,7 +185,7 @@ _TRANSPOSE = Op("transpose", lambda x, perm: np.transpose(x, perm), _transpose_v
 
 
 @export("lk")
-def transpose(x, perm=None) -> Tensor:
+def transpose(x: TensorLike, perm: TensorLike | None = None) -> Tensor:
     """Permute the axes of ``x`` (default: reverse them, the matrix transpose for rank 2).
 
     Raises:
@@ -223,7 +225,7 @@ def _values_list(values, op: str) -> list:
 
 
 @export("lk")
-def concat(values, axis: int) -> Tensor:
+def concat(values: Sequence[TensorLike], axis: int) -> Tensor:
     """Join tensors along an existing ``axis``.
 
     Raises:
@@ -252,7 +254,7 @@ _STACK = Op("stack", lambda *xs, axis: np.stack(xs, axis=axis), _stack_vjp, read
 
 
 @export("lk")
-def stack(values, axis: int = 0) -> Tensor:
+def stack(values: Sequence[TensorLike], axis: int = 0) -> Tensor:
     """Stack same-shaped tensors along a new ``axis`` (range ``[-rank-1, rank]``).
 
     Raises:
@@ -279,7 +281,7 @@ _UNSTACK = Op("unstack", _unstack_fwd, _unstack_vjp, num_outputs=-1, reads=())
 
 
 @export("lk")
-def unstack(x, num: int | None = None, axis: int = 0) -> list:
+def unstack(x: TensorLike, num: int | None = None, axis: int = 0) -> list:
     """Split ``x`` along ``axis`` into a list of tensors of rank ``rank - 1``.
 
     Raises:
@@ -310,7 +312,7 @@ _SPLIT = Op("split", _split_fwd, _split_vjp, num_outputs=-1, reads=())
 
 
 @export("lk")
-def split(value, num_or_size_splits, axis: int = 0) -> list:
+def split(value: TensorLike, num_or_size_splits: TensorLike, axis: int = 0) -> list:
     """Split ``value`` along ``axis`` (TF semantics).
 
     Args:
@@ -376,7 +378,7 @@ _TILE = Op("tile", lambda x, multiples: np.tile(x, multiples), _tile_vjp, reads=
 
 
 @export("lk")
-def tile(x, multiples) -> Tensor:
+def tile(x: TensorLike, multiples: TensorLike) -> Tensor:
     """Repeat ``x`` ``multiples[i]`` times along axis ``i``.
 
     Raises:
@@ -432,7 +434,8 @@ _PAD_GRAD = Op("pad_grad", _pad_grad_fwd,
 
 
 @export("lk")
-def pad(x, paddings, mode: str = "CONSTANT", constant_values=0) -> Tensor:
+def pad(x: TensorLike, paddings: TensorLike, mode: str = "CONSTANT",
+        constant_values: TensorLike = 0) -> Tensor:
     """Pad ``x`` (TF semantics).
 
     Args:
@@ -584,7 +587,7 @@ _GATHER_ND, _GATHER_ND_GRAD = _index_pair("gather_nd", _gather_nd_key)
 
 
 @export("lk")
-def gather(params, indices, axis: int = 0, batch_dims: int = 0) -> Tensor:
+def gather(params: TensorLike, indices: TensorLike, axis: int = 0, batch_dims: int = 0) -> Tensor:
     """Gather slices of ``params`` along ``axis`` at ``indices`` (TF semantics).
 
     The result has shape ``params.shape[:axis] + indices.shape[batch_dims:] +
@@ -615,7 +618,7 @@ def gather(params, indices, axis: int = 0, batch_dims: int = 0) -> Tensor:
 
 
 @export("lk")
-def gather_nd(params, indices, batch_dims: int = 0) -> Tensor:
+def gather_nd(params: TensorLike, indices: TensorLike, batch_dims: int = 0) -> Tensor:
     """Gather slices of ``params`` addressed by the last axis of ``indices`` (TF).
 
     With ``indices`` of shape ``(..., k)`` the result has shape
@@ -764,7 +767,7 @@ def getitem(x, key) -> Tensor:
 
 
 @export("lk")
-def slice(input_, begin, size) -> Tensor:  # noqa: A001 - TF's name, shadows the builtin here
+def slice(input_: TensorLike, begin: TensorLike, size: TensorLike) -> Tensor:  # noqa: A001 - TF's name, shadows the builtin here
     """Extract the block starting at ``begin`` with ``size`` (TF; ``size[i] == -1`` means
     "to the end of axis i").
 
@@ -792,7 +795,7 @@ def slice(input_, begin, size) -> Tensor:  # noqa: A001 - TF's name, shadows the
 
 
 @export("lk")
-def reverse(x, axis) -> Tensor:
+def reverse(x: TensorLike, axis: int | Sequence[int] | Tensor) -> Tensor:
     """Reverse ``x`` along the given axis or axes.
 
     Raises:

@@ -43,6 +43,7 @@ import numpy as np
 from layerkit._core.convert import to_array
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.kernels import conv as _k
 from layerkit.kernels import pool as _kp
 from layerkit.primitives import array as _array
@@ -447,8 +448,9 @@ def _check_out(op: str, what: str, got: tuple, want: tuple) -> None:
 # =====================================================================================
 # Public functions
 # =====================================================================================
-def conv2d(input, filters, strides: IntOrInts = 1, padding: Padding = "VALID",
-           data_format: str = "NHWC", dilations: IntOrInts = 1, name=None) -> Tensor:
+def conv2d(input: TensorLike, filters: TensorLike, strides: IntOrInts = 1,
+           padding: Padding = "VALID",
+           data_format: str = "NHWC", dilations: IntOrInts = 1, name: str | None = None) -> Tensor:
     """2-D convolution (cross-correlation) of NHWC ``input`` with HWIO ``filters``.
 
     Args:
@@ -572,9 +574,10 @@ def conv2d_backprop_filter(input, filter_sizes: Sequence[int], out_backprop,
                  strides=strides, pads=pads, dilations=dilations)
 
 
-def conv2d_transpose(input, filters, output_shape: Sequence[int], strides: IntOrInts,
+def conv2d_transpose(input: TensorLike, filters: TensorLike, output_shape: Sequence[int],
+                     strides: IntOrInts,
                      padding: Padding = "SAME", data_format: str = "NHWC",
-                     dilations: IntOrInts | None = None, name=None) -> Tensor:
+                     dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """Transposed 2-D convolution: the gradient of :func:`conv2d` with respect to its input.
 
     Args:
@@ -618,9 +621,9 @@ def conv2d_transpose(input, filters, output_shape: Sequence[int], strides: IntOr
                  strides=strides, pads=pads, dilations=dilations)
 
 
-def depthwise_conv2d(input, filter, strides: IntOrInts, padding: Padding,
+def depthwise_conv2d(input: TensorLike, filter: TensorLike, strides: IntOrInts, padding: Padding,
                      data_format: str | None = None, dilations: IntOrInts | None = None,
-                     name=None) -> Tensor:
+                     name: str | None = None) -> Tensor:
     """Depthwise 2-D convolution: each input channel convolved with its own filters.
 
     Args:
@@ -701,8 +704,8 @@ def _pool_args(op, shape, ksize, strides, padding, data_format):
     return ksize, strides, pads, out_hw
 
 
-def max_pool2d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-               data_format: str = "NHWC", name=None) -> Tensor:
+def max_pool2d(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+               data_format: str = "NHWC", name: str | None = None) -> Tensor:
     """Max pooling over KH x KW windows of an NHWC tensor.
 
     Padded positions (SAME or explicit padding) never win. The gradient goes to the
@@ -779,8 +782,8 @@ def _float_input(op: str, v: np.ndarray) -> None:
         raise ValueError(f"{op}: needs a float tensor; received dtype {v.dtype.name}")
 
 
-def avg_pool2d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-               data_format: str = "NHWC", name=None) -> Tensor:
+def avg_pool2d(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+               data_format: str = "NHWC", name: str | None = None) -> Tensor:
     """Average pooling over KH x KW windows of an NHWC tensor.
 
     With SAME (or explicit) padding each window averages only its real elements: the

@@ -35,6 +35,7 @@ import numpy as np
 
 from layerkit._core.op import apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.kernels import conv_nd as _knd
 from layerkit.primitives import array as _array
 from layerkit.primitives import conv as _conv
@@ -261,8 +262,9 @@ def _convolve(op, input, filters, strides, padding, data_format, dilations, rank
     return conv_resolved(_arg(input, xv), _arg(filters, wv), strides, pads, dilations, groups)
 
 
-def conv1d(input, filters, stride: IntOrInts, padding: Padding, data_format: str = "NWC",
-           dilations: IntOrInts | None = None, name=None) -> Tensor:
+def conv1d(input: TensorLike, filters: TensorLike, stride: IntOrInts, padding: Padding,
+           data_format: str = "NWC",
+           dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """1-D convolution (cross-correlation) of (N, W, C) ``input`` with (K, C, F) ``filters``.
 
     ``filters`` of shape (K, C/G, F) convolve G channel groups separately (TensorFlow's
@@ -293,8 +295,9 @@ def conv1d(input, filters, stride: IntOrInts, padding: Padding, data_format: str
     return _convolve("conv1d", input, filters, stride, padding, data_format, dilations, 1)
 
 
-def conv3d(input, filters, strides: IntOrInts, padding: Padding, data_format: str = "NDHWC",
-           dilations: IntOrInts | None = None, name=None) -> Tensor:
+def conv3d(input: TensorLike, filters: TensorLike, strides: IntOrInts, padding: Padding,
+           data_format: str = "NDHWC",
+           dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """3-D convolution of (N, D, H, W, C) ``input`` with (KD, KH, KW, C/G, F) ``filters``.
 
     Args:
@@ -314,9 +317,10 @@ def conv3d(input, filters, strides: IntOrInts, padding: Padding, data_format: st
     return _convolve("conv3d", input, filters, strides, padding, data_format, dilations, 3)
 
 
-def convolution(input, filters, strides: IntOrInts | None = None, padding: Padding = "VALID",
+def convolution(input: TensorLike, filters: TensorLike, strides: IntOrInts | None = None,
+                padding: Padding = "VALID",
                 data_format: str | None = None, dilations: IntOrInts | None = None,
-                name=None) -> Tensor:
+                name: str | None = None) -> Tensor:
     """N-D convolution (1, 2 or 3 spatial axes, channels last), chosen by ``input``'s rank.
 
     Args:
@@ -361,9 +365,10 @@ def _conv_transpose(op, input, filters, output_shape, strides, padding, data_for
                                    dilations)
 
 
-def conv1d_transpose(input, filters, output_shape: Sequence[int], strides: IntOrInts,
+def conv1d_transpose(input: TensorLike, filters: TensorLike, output_shape: Sequence[int],
+                     strides: IntOrInts,
                      padding: Padding = "SAME", data_format: str = "NWC",
-                     dilations: IntOrInts | None = None, name=None) -> Tensor:
+                     dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """Transposed 1-D convolution: the gradient of :func:`conv1d` with respect to its input.
 
     Args:
@@ -383,9 +388,10 @@ def conv1d_transpose(input, filters, output_shape: Sequence[int], strides: IntOr
                            data_format, dilations, 1)
 
 
-def conv3d_transpose(input, filters, output_shape: Sequence[int], strides: IntOrInts,
+def conv3d_transpose(input: TensorLike, filters: TensorLike, output_shape: Sequence[int],
+                     strides: IntOrInts,
                      padding: Padding = "SAME", data_format: str = "NDHWC",
-                     dilations: IntOrInts | None = None, name=None) -> Tensor:
+                     dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """Transposed 3-D convolution: the gradient of :func:`conv3d` with respect to its input.
 
     ``filters`` is (KD, KH, KW, C_out, C_in); other arguments as for
@@ -395,17 +401,19 @@ def conv3d_transpose(input, filters, output_shape: Sequence[int], strides: IntOr
                            data_format, dilations, 3)
 
 
-def conv_transpose(input, filters, output_shape: Sequence[int], strides: IntOrInts,
+def conv_transpose(input: TensorLike, filters: TensorLike, output_shape: Sequence[int],
+                   strides: IntOrInts,
                    padding: Padding = "SAME", data_format: str | None = None,
-                   dilations: IntOrInts | None = None, name=None) -> Tensor:
+                   dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """Transposed convolution of rank 1, 2 or 3 (chosen by ``input``'s rank)."""
     return _conv_transpose("conv_transpose", input, filters, output_shape, strides, padding,
                            data_format, dilations, None)
 
 
-def separable_conv2d(input, depthwise_filter, pointwise_filter, strides: IntOrInts,
+def separable_conv2d(input: TensorLike, depthwise_filter: TensorLike,
+                     pointwise_filter: TensorLike, strides: IntOrInts,
                      padding: Padding, data_format: str | None = None,
-                     dilations: IntOrInts | None = None, name=None) -> Tensor:
+                     dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """Depthwise 2-D convolution followed by a 1x1 convolution mixing the channels.
 
     Args:
@@ -450,8 +458,8 @@ def _pool(op, kind, input, ksize, strides, padding, data_format, rank) -> Tensor
     return pool_resolved(kind, _arg(input, xv), ksize, strides, pads)
 
 
-def max_pool1d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-               data_format: str = "NWC", name=None) -> Tensor:
+def max_pool1d(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+               data_format: str = "NWC", name: str | None = None) -> Tensor:
     """Max pooling over windows of an (N, W, C) tensor (padding never wins; the gradient
     goes to each window's first maximum).
 
@@ -463,15 +471,15 @@ def max_pool1d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
     return _pool("max_pool1d", "max", input, ksize, strides, padding, data_format, 1)
 
 
-def avg_pool1d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-               data_format: str = "NWC", name=None) -> Tensor:
+def avg_pool1d(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+               data_format: str = "NWC", name: str | None = None) -> Tensor:
     """Average pooling over windows of an (N, W, C) float tensor; padded positions are
     not counted (TensorFlow)."""
     return _pool("avg_pool1d", "avg", input, ksize, strides, padding, data_format, 1)
 
 
-def max_pool3d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-               data_format: str = "NDHWC", name=None) -> Tensor:
+def max_pool3d(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+               data_format: str = "NDHWC", name: str | None = None) -> Tensor:
     """Max pooling over (KD, KH, KW) windows of an (N, D, H, W, C) tensor.
 
     Args:
@@ -487,28 +495,29 @@ def max_pool3d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
     return _pool("max_pool3d", "max", input, ksize, strides, padding, data_format, 3)
 
 
-def avg_pool3d(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-               data_format: str = "NDHWC", name=None) -> Tensor:
+def avg_pool3d(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+               data_format: str = "NDHWC", name: str | None = None) -> Tensor:
     """Average pooling over (KD, KH, KW) windows of an (N, D, H, W, C) float tensor
     (padding not counted); arguments as :func:`max_pool3d`."""
     return _pool("avg_pool3d", "avg", input, ksize, strides, padding, data_format, 3)
 
 
-def max_pool(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-             data_format: str | None = None, name=None) -> Tensor:
+def max_pool(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+             data_format: str | None = None, name: str | None = None) -> Tensor:
     """Max pooling of rank 1, 2 or 3 (chosen by ``input``'s rank; channels last)."""
     return _pool("max_pool", "max", input, ksize, strides, padding, data_format, None)
 
 
-def avg_pool(input, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
-             data_format: str | None = None, name=None) -> Tensor:
+def avg_pool(input: TensorLike, ksize: IntOrInts, strides: IntOrInts, padding: Padding,
+             data_format: str | None = None, name: str | None = None) -> Tensor:
     """Average pooling of rank 1, 2 or 3 (chosen by ``input``'s rank; channels last)."""
     return _pool("avg_pool", "avg", input, ksize, strides, padding, data_format, None)
 
 
-def pool(input, window_shape: IntOrInts, pooling_type: str, strides: IntOrInts | None = None,
+def pool(input: TensorLike, window_shape: IntOrInts, pooling_type: str,
+         strides: IntOrInts | None = None,
          padding: Padding = "VALID", data_format: str | None = None,
-         dilations: IntOrInts | None = None, name=None) -> Tensor:
+         dilations: IntOrInts | None = None, name: str | None = None) -> Tensor:
     """``tf.nn.pool``: 'MAX' or 'AVG' pooling of rank 1, 2 or 3 (channels last).
 
     Args:

@@ -14,6 +14,7 @@ from layerkit._core import context
 from layerkit._core.convert import FLOATX, as_dtype, to_array
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit.primitives.registry import export, top_level
 
 
@@ -169,7 +170,7 @@ def size_error(op: str, shape: tuple, dtype, kind: type[Exception]) -> Exception
 
 
 @export("lk")
-def zeros(shape, dtype=FLOATX) -> Tensor:
+def zeros(shape: ShapeLike | TensorLike, dtype: DTypeLike = FLOATX) -> Tensor:
     """A tensor of zeros of ``shape`` (float32 by default).
 
     Raises:
@@ -183,7 +184,7 @@ def zeros(shape, dtype=FLOATX) -> Tensor:
 
 
 @export("lk")
-def ones(shape, dtype=FLOATX) -> Tensor:
+def ones(shape: ShapeLike | TensorLike, dtype: DTypeLike = FLOATX) -> Tensor:
     """A tensor of ones of ``shape`` (float32 by default); errors as for ``zeros``."""
     dyn = dynamic_shape(shape, "ones") if context.RECORDERS else None
     if dyn is not None:
@@ -192,7 +193,7 @@ def ones(shape, dtype=FLOATX) -> Tensor:
 
 
 @export("lk")
-def zeros_like(x, dtype=None) -> Tensor:
+def zeros_like(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """Zeros with the shape (and dtype, unless given) of ``x``."""
     if context.RECORDERS and context.dynamic_dims(x) is not None:  # a run-time shape
         return apply(_ZEROS_LIKE, x, dtype=as_dtype(dtype) or x.dtype)
@@ -201,7 +202,7 @@ def zeros_like(x, dtype=None) -> Tensor:
 
 
 @export("lk")
-def ones_like(x, dtype=None) -> Tensor:
+def ones_like(x: TensorLike, dtype: DTypeLike = None) -> Tensor:
     """Ones with the shape (and dtype, unless given) of ``x``."""
     if context.RECORDERS and context.dynamic_dims(x) is not None:  # a run-time shape
         return apply(_ONES_LIKE, x, dtype=as_dtype(dtype) or x.dtype)
@@ -210,7 +211,7 @@ def ones_like(x, dtype=None) -> Tensor:
 
 
 @export("lk")
-def fill(dims, value) -> Tensor:
+def fill(dims: TensorLike, value: TensorLike) -> Tensor:
     """A tensor of shape ``dims`` filled with the scalar ``value``.
 
     The dtype is ``value``'s (Python float -> float32, int -> int32, as for constants).
@@ -228,8 +229,8 @@ def fill(dims, value) -> Tensor:
 
 
 @export("lk", "linalg")
-def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
-        dtype=FLOATX) -> Tensor:
+def eye(num_rows: int, num_columns: int | None = None, batch_shape: ShapeLike | None = None,
+        dtype: DTypeLike = FLOATX) -> Tensor:
     """Identity matrix (or a batch of them): ones on the diagonal, zeros elsewhere.
 
     Args:
@@ -253,7 +254,8 @@ def eye(num_rows: int, num_columns: int | None = None, batch_shape=None,
 
 
 @export("lk")
-def range(start, limit=None, delta=1, dtype=None) -> Tensor:
+def range(start: TensorLike, limit: TensorLike | None = None, delta: TensorLike = 1,
+          dtype: DTypeLike = None) -> Tensor:
     """A 1-D tensor ``[start, start + delta, ...]`` stopping before ``limit``.
 
     Like ``tf.range``: ``range(n)`` counts from 0 to ``n - 1``. The dtype is int32 when
@@ -300,7 +302,7 @@ def range(start, limit=None, delta=1, dtype=None) -> Tensor:
 
 
 @export("lk")
-def linspace(start, stop, num: int, axis: int = 0) -> Tensor:
+def linspace(start: TensorLike, stop: TensorLike, num: int, axis: int = 0) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` inclusive.
 
     ``start`` and ``stop`` may be tensors of the same shape: the new axis is ``axis``.
@@ -321,8 +323,9 @@ def linspace(start, stop, num: int, axis: int = 0) -> Tensor:
 
 
 @export("lk")
-def one_hot(indices, depth: int, on_value=None, off_value=None, axis=None,
-            dtype=None) -> Tensor:
+def one_hot(indices: TensorLike, depth: int, on_value: TensorLike | None = None,
+            off_value: TensorLike | None = None, axis: int | None = None,
+            dtype: DTypeLike = None) -> Tensor:
     """One-hot encode integer ``indices`` along a new axis of size ``depth``.
 
     Indices outside ``[0, depth)`` (including negative ones) give an all-``off_value``

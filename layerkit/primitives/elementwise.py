@@ -37,6 +37,7 @@ from layerkit._core.convert import as_dtype, to_array
 from layerkit._core.op import _NO_ATTRS, RECORDERS, Op, _apply_recording, apply, record_binary, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.tuning import F32_SCALARS_MAX
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.errors import InvalidArgumentError
 from layerkit.kernels import special as _kspecial
 from layerkit.primitives import broadcast as _bc
@@ -373,7 +374,7 @@ _NEG = unary("negative", np.negative, lambda g, ins, y, needs: (negative(g),), "
 
 
 @export("lk", "math")
-def add(x, y) -> Tensor:
+def add(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x + y`` with NumPy broadcasting.
 
     Raises:
@@ -383,25 +384,25 @@ def add(x, y) -> Tensor:
 
 
 @export("lk", "math")
-def subtract(x, y) -> Tensor:
+def subtract(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x - y``."""
     return _fast2(_SUB, x, y)
 
 
 @export("lk", "math")
-def multiply(x, y) -> Tensor:
+def multiply(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x * y``."""
     return _fast2(_MUL, x, y)
 
 
 @export("lk", "math", "math.truediv")
-def divide(x, y) -> Tensor:
+def divide(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise true division ``x / y`` (integers give float64, like NumPy)."""
     return _fast2(_DIV, x, y)
 
 
 @export("lk", "math")
-def floordiv(x, y) -> Tensor:
+def floordiv(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``floor(x / y)`` (``x // y``); its gradient is zero.
 
     Integer division by zero follows NumPy (result 0 with a RuntimeWarning).
@@ -410,7 +411,7 @@ def floordiv(x, y) -> Tensor:
 
 
 @export("lk", "math.floormod", "math")
-def mod(x, y) -> Tensor:
+def mod(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise remainder with the sign of ``y`` (``x % y``, TF's ``floormod``).
 
     Gradients: ``g`` for ``x`` and ``-g * floor(x / y)`` for ``y``.
@@ -419,7 +420,7 @@ def mod(x, y) -> Tensor:
 
 
 @export("lk", "math")
-def negative(x) -> Tensor:
+def negative(x: TensorLike) -> Tensor:
     """Elementwise ``-x``."""
     return _fast1(_NEG, x)
 
@@ -462,7 +463,7 @@ _RSQRT = unary("rsqrt", _rsqrt_forward,
 
 
 @export("lk", "math")
-def pow(x, y) -> Tensor:
+def pow(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x ** y``, differentiable in both arguments.
 
     The gradient with respect to ``y`` is ``x**y * log(x)`` where ``x > 0`` and 0
@@ -473,13 +474,13 @@ def pow(x, y) -> Tensor:
 
 
 @export("lk", "math")
-def square(x) -> Tensor:
+def square(x: TensorLike) -> Tensor:
     """Elementwise ``x ** 2``."""
     return _fast1(_SQUARE, x)
 
 
 @export("lk", "math")
-def sqrt(x) -> Tensor:
+def sqrt(x: TensorLike) -> Tensor:
     """Elementwise square root (nan for negative inputs).
 
     Float-only math (as are ``rsqrt``, ``exp``, ``expm1``, ``log``, ``log1p``, ``sin``,
@@ -494,7 +495,7 @@ def sqrt(x) -> Tensor:
 
 
 @export("lk", "math")
-def rsqrt(x) -> Tensor:
+def rsqrt(x: TensorLike) -> Tensor:
     """Elementwise reciprocal square root ``1 / sqrt(x)``.
 
     Raises:
@@ -514,7 +515,7 @@ _LOG1P = unary("log1p", np.log1p, lambda g, ins, y, needs: (divide(g, add(ins[0]
 
 
 @export("lk", "math")
-def exp(x) -> Tensor:
+def exp(x: TensorLike) -> Tensor:
     """Elementwise ``e ** x``.
 
     Raises:
@@ -524,7 +525,7 @@ def exp(x) -> Tensor:
 
 
 @export("lk", "math")
-def expm1(x) -> Tensor:
+def expm1(x: TensorLike) -> Tensor:
     """Elementwise ``exp(x) - 1``, accurate for small ``x``.
 
     Raises:
@@ -534,7 +535,7 @@ def expm1(x) -> Tensor:
 
 
 @export("lk", "math")
-def log(x) -> Tensor:
+def log(x: TensorLike) -> Tensor:
     """Elementwise natural logarithm (``-inf`` at 0, nan below).
 
     Raises:
@@ -544,7 +545,7 @@ def log(x) -> Tensor:
 
 
 @export("lk", "math")
-def log1p(x) -> Tensor:
+def log1p(x: TensorLike) -> Tensor:
     """Elementwise ``log(1 + x)``, accurate for small ``x``.
 
     Raises:
@@ -641,7 +642,7 @@ _SIGMOID = unary("sigmoid", _sigmoid_forward, _act_grad_rule(_SIGMOID_GRAD),
 
 
 @export("lk", "math")
-def sin(x) -> Tensor:
+def sin(x: TensorLike) -> Tensor:
     """Elementwise sine (radians).
 
     Raises:
@@ -651,7 +652,7 @@ def sin(x) -> Tensor:
 
 
 @export("lk", "math")
-def cos(x) -> Tensor:
+def cos(x: TensorLike) -> Tensor:
     """Elementwise cosine (radians).
 
     Raises:
@@ -661,7 +662,7 @@ def cos(x) -> Tensor:
 
 
 @export("lk", "math")
-def tan(x) -> Tensor:
+def tan(x: TensorLike) -> Tensor:
     """Elementwise tangent (radians).
 
     Raises:
@@ -671,7 +672,7 @@ def tan(x) -> Tensor:
 
 
 @export("lk", "math", "nn")
-def tanh(x) -> Tensor:
+def tanh(x: TensorLike) -> Tensor:
     """Elementwise hyperbolic tangent.
 
     Raises:
@@ -681,7 +682,7 @@ def tanh(x) -> Tensor:
 
 
 @export("lk", "math", "nn")
-def sigmoid(x) -> Tensor:
+def sigmoid(x: TensorLike) -> Tensor:
     """Elementwise logistic function ``1 / (1 + exp(-x))``, without overflow warnings.
 
     Exact in the tails: ``sigmoid(-inf)`` is 0 and ``sigmoid(-100.0)`` the float32
@@ -713,7 +714,7 @@ _ERF = unary("erf", _erf_forward,
 
 
 @export("lk", "math")
-def erf(x) -> Tensor:
+def erf(x: TensorLike) -> Tensor:
     """Elementwise Gauss error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``.
 
     Accurate to about 1 ulp for float64 and float32.
@@ -735,31 +736,31 @@ _ROUND = unary("round", np.round, _zeros_rule, reads=())
 
 
 @export("lk", "math")
-def abs(x) -> Tensor:
+def abs(x: TensorLike) -> Tensor:
     """Elementwise absolute value; its gradient at 0 is 0 (``sign(0) = 0``, as in TF)."""
     return _fast1(_ABS, x)
 
 
 @export("lk", "math")
-def sign(x) -> Tensor:
+def sign(x: TensorLike) -> Tensor:
     """Elementwise sign: -1, 0 or 1 (nan for nan); zero gradient."""
     return _fast1(_SIGN, x)
 
 
 @export("lk", "math")
-def floor(x) -> Tensor:
+def floor(x: TensorLike) -> Tensor:
     """Elementwise floor; zero gradient."""
     return _fast1(_FLOOR, x)
 
 
 @export("lk", "math")
-def ceil(x) -> Tensor:
+def ceil(x: TensorLike) -> Tensor:
     """Elementwise ceiling; zero gradient."""
     return _fast1(_CEIL, x)
 
 
 @export("lk", "math", "math.rint")
-def round(x) -> Tensor:
+def round(x: TensorLike) -> Tensor:
     """Elementwise rounding to the nearest integer, halves to even (TF's ``round``).
 
     Zero gradient.
@@ -815,19 +816,19 @@ _WHERE = binary("where", np.where, _where_rule, "where({0}, {1}, {2})", reads=(0
 
 
 @export("lk", "math")
-def maximum(x, y) -> Tensor:
+def maximum(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise maximum (nan if either is nan); a tie sends the gradient to ``x``."""
     return _fast2(_MAXIMUM, x, y)
 
 
 @export("lk", "math")
-def minimum(x, y) -> Tensor:
+def minimum(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise minimum (nan if either is nan); a tie sends the gradient to ``x``."""
     return _fast2(_MINIMUM, x, y)
 
 
 @export("lk")
-def clip_by_value(t, clip_value_min, clip_value_max) -> Tensor:
+def clip_by_value(t: TensorLike, clip_value_min: TensorLike, clip_value_max: TensorLike) -> Tensor:
     """Clip ``t`` elementwise to ``[clip_value_min, clip_value_max]``.
 
     The bounds broadcast against ``t`` but may not enlarge it. The gradient flows to
@@ -848,7 +849,7 @@ def clip_by_value(t, clip_value_min, clip_value_max) -> Tensor:
 
 
 @export("lk")
-def where(cond, x=None, y=None) -> Tensor:
+def where(cond: TensorLike, x: TensorLike | None = None, y: TensorLike | None = None) -> Tensor:
     """Elementwise select: ``x`` where ``cond`` is true, else ``y`` (broadcasting).
 
     With ``x`` and ``y`` both None, returns the coordinates of the true elements as an
@@ -885,67 +886,67 @@ _ISNAN = unary("isnan", np.isnan, None, "({0} != {0})")
 
 
 @export("lk", "math")
-def equal(x, y) -> Tensor:
+def equal(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x == y`` (bool)."""
     return _fast2(_EQUAL, x, y)
 
 
 @export("lk", "math")
-def not_equal(x, y) -> Tensor:
+def not_equal(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x != y`` (bool)."""
     return _fast2(_NOT_EQUAL, x, y)
 
 
 @export("lk", "math")
-def less(x, y) -> Tensor:
+def less(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x < y`` (bool)."""
     return _fast2(_LESS, x, y)
 
 
 @export("lk", "math")
-def less_equal(x, y) -> Tensor:
+def less_equal(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x <= y`` (bool)."""
     return _fast2(_LESS_EQUAL, x, y)
 
 
 @export("lk", "math")
-def greater(x, y) -> Tensor:
+def greater(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x > y`` (bool)."""
     return _fast2(_GREATER, x, y)
 
 
 @export("lk", "math")
-def greater_equal(x, y) -> Tensor:
+def greater_equal(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise ``x >= y`` (bool)."""
     return _fast2(_GREATER_EQUAL, x, y)
 
 
 @export("lk", "math")
-def logical_and(x, y) -> Tensor:
+def logical_and(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise logical AND (bool)."""
     return _fast2(_LOGICAL_AND, x, y)
 
 
 @export("lk", "math")
-def logical_or(x, y) -> Tensor:
+def logical_or(x: TensorLike, y: TensorLike) -> Tensor:
     """Elementwise logical OR (bool)."""
     return _fast2(_LOGICAL_OR, x, y)
 
 
 @export("lk", "math")
-def logical_not(x) -> Tensor:
+def logical_not(x: TensorLike) -> Tensor:
     """Elementwise logical NOT (bool)."""
     return _fast1(_LOGICAL_NOT, x)
 
 
 @export("lk", "math.is_finite")
-def isfinite(x) -> Tensor:
+def isfinite(x: TensorLike) -> Tensor:
     """Elementwise test for finite values (not inf, not nan)."""
     return _fast1(_ISFINITE, x)
 
 
 @export("lk", "math.is_nan")
-def isnan(x) -> Tensor:
+def isnan(x: TensorLike) -> Tensor:
     """Elementwise test for nan."""
     return _fast1(_ISNAN, x)
 
@@ -966,7 +967,7 @@ _STOP_GRADIENT = Op("stop_gradient", lambda x: x, None, "{0}")
 
 
 @export("lk")
-def cast(x, dtype) -> Tensor:
+def cast(x: TensorLike, dtype: DTypeLike) -> Tensor:
     """Cast ``x`` to ``dtype`` (differentiable between float dtypes).
 
     Float to integer truncates toward zero, as in NumPy and TensorFlow.
@@ -975,7 +976,7 @@ def cast(x, dtype) -> Tensor:
 
 
 @export("lk")
-def stop_gradient(x) -> Tensor:
+def stop_gradient(x: TensorLike) -> Tensor:
     """Return ``x`` unchanged, but as a constant for every gradient tape.
 
     Examples:

@@ -15,6 +15,7 @@ from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply, wrap
 from layerkit._core.tensor import Tensor
 from layerkit._core.tuning import EINSUM_CACHE
+from layerkit._core.types import AxisLike, TensorLike
 from layerkit.errors import InvalidArgumentError
 from layerkit.primitives import array as _array
 from layerkit.primitives import broadcast as _bc
@@ -95,7 +96,8 @@ def _matmul_error(a, b, transpose_a, transpose_b) -> InvalidArgumentError:
 
 
 @export("lk", "linalg")
-def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
+def matmul(a: TensorLike, b: TensorLike, transpose_a: bool = False,
+           transpose_b: bool = False) -> Tensor:
     """Matrix product of the last two axes, batched (and broadcast) over leading axes.
 
     1-D operands follow NumPy: a vector ``a`` is a row, a vector ``b`` a column, and the
@@ -253,7 +255,7 @@ def _norm_axes_list(axes, n: int, which: str) -> tuple:
 
 
 @export("lk", "linalg")
-def tensordot(a, b, axes) -> Tensor:
+def tensordot(a: TensorLike, b: TensorLike, axes: TensorLike) -> Tensor:
     """Contract ``a`` and ``b`` over the given axes (TF/NumPy ``tensordot``).
 
     Args:
@@ -377,7 +379,7 @@ def _normalize_equation(equation: str, ranks: tuple) -> str:
 
 
 @export("lk", "linalg")
-def einsum(equation: str, *inputs) -> Tensor:
+def einsum(equation: str, *inputs: TensorLike) -> Tensor:
     """Einstein summation (NumPy/TF ``einsum``), with ``...`` broadcasting.
 
     The gradient of each operand is an einsum of the upstream gradient with the other
@@ -448,7 +450,8 @@ def _is_inf(o) -> bool:
 
 
 @export("lk", "linalg")
-def norm(tensor, ord="euclidean", axis=None, keepdims: bool = False) -> Tensor:
+def norm(tensor: TensorLike, ord: str | int | float = "euclidean", axis: AxisLike = None,
+         keepdims: bool = False) -> Tensor:
     """Vector or matrix norm (TF ``tf.norm``).
 
     Args:

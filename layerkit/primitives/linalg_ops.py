@@ -20,6 +20,7 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives import linalg as _linalg
@@ -66,7 +67,7 @@ _INV = Op("inv", _linalg_error("inv", np.linalg.inv), _inv_vjp, reads=("out",))
 
 
 @export("linalg", numpy=np.linalg.inv)
-def inv(input, adjoint: bool = False, name: str | None = None) -> Tensor:
+def inv(input: TensorLike, adjoint: bool = False, name: str | None = None) -> Tensor:
     """The inverse of each square matrix (of its transpose with ``adjoint=True``).
 
         >>> import layerkit as lk
@@ -99,7 +100,8 @@ _SOLVE = Op("solve", _linalg_error("solve", _solve_fwd), _solve_vjp, reads=(0, "
 
 
 @export("linalg", numpy=np.linalg.solve)
-def solve(matrix, rhs, adjoint: bool = False, name: str | None = None) -> Tensor:
+def solve(matrix: TensorLike, rhs: TensorLike, adjoint: bool = False,
+          name: str | None = None) -> Tensor:
     """``X`` with ``matrix @ X = rhs`` (``matrix^T @ X = rhs`` with ``adjoint=True``).
 
         >>> import layerkit as lk
@@ -127,7 +129,7 @@ _DET = Op("det", np.linalg.det, _det_vjp, reads=(0, "out"))
 
 
 @export("linalg", numpy=np.linalg.det)
-def det(input, name: str | None = None) -> Tensor:
+def det(input: TensorLike, name: str | None = None) -> Tensor:
     """The determinant of each square matrix; differentiable where it is invertible."""
     return apply(_DET, _matrices(input, "det"))
 
@@ -142,14 +144,14 @@ _SLOGDET = Op("slogdet", lambda a: tuple(np.linalg.slogdet(a)), _slogdet_vjp, nu
 
 
 @export("linalg", numpy=np.linalg.slogdet)
-def slogdet(input, name: str | None = None) -> tuple[Tensor, Tensor]:
+def slogdet(input: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor]:
     """``(sign, log|det|)`` of each square matrix (TF ``slogdet``), stable for large or
     tiny determinants; ``log|det|`` is differentiable."""
     return apply(_SLOGDET, _matrices(input, "slogdet"))
 
 
 @export("linalg")
-def logdet(matrix, name: str | None = None) -> Tensor:
+def logdet(matrix: TensorLike, name: str | None = None) -> Tensor:
     """``log(det(matrix))`` of a symmetric positive definite matrix, via Cholesky."""
     chol = cholesky(matrix)
     return _mul(2.0, _reduce.reduce_sum(_ew.log(diag_part(chol)), -1))
@@ -171,7 +173,7 @@ _CHOLESKY = Op("cholesky", _linalg_error("cholesky", np.linalg.cholesky), _chole
 
 
 @export("linalg", numpy=np.linalg.cholesky)
-def cholesky(input, name: str | None = None) -> Tensor:
+def cholesky(input: TensorLike, name: str | None = None) -> Tensor:
     """Lower-triangular ``L`` with ``L @ L^T = input`` for symmetric positive definite
     matrices (reads the lower triangle, as TF).
 
@@ -182,14 +184,14 @@ def cholesky(input, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def cholesky_solve(chol, rhs, name: str | None = None) -> Tensor:
+def cholesky_solve(chol: TensorLike, rhs: TensorLike, name: str | None = None) -> Tensor:
     """``X`` with ``(chol @ chol^T) X = rhs`` given the Cholesky factor ``chol``."""
     y = triangular_solve(chol, rhs, lower=True)
     return triangular_solve(chol, y, lower=True, adjoint=True)
 
 
 @export("linalg")
-def triangular_solve(matrix, rhs, lower: bool = True, adjoint: bool = False,
+def triangular_solve(matrix: TensorLike, rhs: TensorLike, lower: bool = True, adjoint: bool = False,
                      name: str | None = None) -> Tensor:
     """``X`` with ``T @ X = rhs``, ``T`` the lower (or upper) triangle of ``matrix``
     (``T^T`` with ``adjoint=True``); the other triangle is ignored, as in TF."""
@@ -226,7 +228,7 @@ class Qr(NamedTuple):
 
 
 @export("linalg")
-def qr(input, full_matrices: bool = False, name: str | None = None) -> Qr:
+def qr(input: TensorLike, full_matrices: bool = False, name: str | None = None) -> Qr:
     """``(q, r)`` with ``input = q @ r``, ``q`` orthonormal columns, ``r`` upper triangular
     (a named tuple: ``.q`` and ``.r`` also work).
 
@@ -255,14 +257,14 @@ _EIGH = Op("eigh", lambda a: tuple(np.linalg.eigh(a)), _eigh_vjp, num_outputs=2)
 
 
 @export("linalg", numpy=np.linalg.eigh)
-def eigh(tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
+def eigh(tensor: TensorLike, name: str | None = None) -> tuple[Tensor, Tensor]:
     """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices, reading
     the lower triangle (TF ``eigh``)."""
     return apply(_EIGH, _matrices(tensor, "eigh"))
 
 
 @export("linalg", numpy=np.linalg.eigvalsh)
-def eigvalsh(tensor, name: str | None = None) -> Tensor:
+def eigvalsh(tensor: TensorLike, name: str | None = None) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices; see ``eigh``."""
     return eigh(tensor)[0]
 
@@ -272,8 +274,8 @@ _SVD_FULL = Op("svd_full", lambda a: (lambda u, s, vh: (s, u, np.swapaxes(vh, -1
 
 
 @export("linalg")
-def svd(tensor, full_matrices: bool = False, compute_uv: bool = True,
-        name: str | None = None):
+def svd(tensor: TensorLike, full_matrices: bool = False, compute_uv: bool = True,
+        name: str | None = None) -> Tensor | tuple[Tensor, Tensor, Tensor]:
     """Singular values ``s`` (descending) and, with ``compute_uv``, ``(s, u, v)`` with
     ``tensor = u @ diag(s) @ v^T`` (TF's order and ``v``, not ``v^T``).
 
@@ -286,7 +288,7 @@ def svd(tensor, full_matrices: bool = False, compute_uv: bool = True,
 
 # ---- compositions -------------------------------------------------------------------------
 @export("linalg")
-def matrix_transpose(a, name: str | None = None, conjugate: bool = False) -> Tensor:
+def matrix_transpose(a: TensorLike, name: str | None = None, conjugate: bool = False) -> Tensor:
     """Swap the last two axes."""
     t = convert_to_tensor(a)
     if t.ndim < 2:
@@ -295,13 +297,13 @@ def matrix_transpose(a, name: str | None = None, conjugate: bool = False) -> Ten
 
 
 @export("linalg")
-def adjoint(matrix, name: str | None = None) -> Tensor:
+def adjoint(matrix: TensorLike, name: str | None = None) -> Tensor:
     """The conjugate transpose of the last two axes (the transpose for real tensors)."""
     return matrix_transpose(matrix)
 
 
 @export("linalg")
-def diag_part(input, name: str | None = None) -> Tensor:
+def diag_part(input: TensorLike, name: str | None = None) -> Tensor:
     """The main diagonal of the last two axes: shape ``(..., min(M, N))``."""
     t = convert_to_tensor(input)
     if t.ndim < 2:
@@ -311,7 +313,7 @@ def diag_part(input, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def diag(diagonal, name: str | None = None) -> Tensor:
+def diag(diagonal: TensorLike, name: str | None = None) -> Tensor:
     """Square matrices with ``diagonal`` (shape ``(..., N)``) on the diagonal."""
     d = convert_to_tensor(diagonal)
     if d.ndim < 1:
@@ -320,13 +322,14 @@ def diag(diagonal, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def trace(x, name: str | None = None) -> Tensor:
+def trace(x: TensorLike, name: str | None = None) -> Tensor:
     """Sum of the main diagonal of the last two axes."""
     return _reduce.reduce_sum(diag_part(x), -1)
 
 
 @export("linalg")
-def band_part(input, num_lower, num_upper, name: str | None = None) -> Tensor:
+def band_part(input: TensorLike, num_lower: TensorLike, num_upper: TensorLike,
+              name: str | None = None) -> Tensor:
     """Zero everything outside a band: keep ``num_lower`` sub-diagonals and ``num_upper``
     super-diagonals (negative: keep the whole triangle), as TF ``band_part``.
 
@@ -348,7 +351,8 @@ def band_part(input, num_lower, num_upper, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def matvec(a, b, transpose_a: bool = False, name: str | None = None) -> Tensor:
+def matvec(a: TensorLike, b: TensorLike, transpose_a: bool = False,
+           name: str | None = None) -> Tensor:
     """Matrix-vector product over the last axes: ``a @ b[..., None]`` squeezed."""
     prod = matmul(a, _array.expand_dims(b, -1), transpose_a=transpose_a)
     return _array.squeeze(prod, -1)
@@ -363,7 +367,7 @@ _CROSS = Op("cross", lambda a, b: np.cross(a, b), _cross_vjp)
 
 
 @export("linalg", numpy=np.cross)
-def cross(a, b, name: str | None = None) -> Tensor:
+def cross(a: TensorLike, b: TensorLike, name: str | None = None) -> Tensor:
     """Cross product of 3-vectors along the last axis."""
     x, y = convert_to_tensor(a), convert_to_tensor(b)
     if x.shape[-1:] != (3,) or x.shape != y.shape:
@@ -373,7 +377,8 @@ def cross(a, b, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def set_diag(input, diagonal, name: str | None = None, k: int = 0) -> Tensor:
+def set_diag(input: TensorLike, diagonal: TensorLike, name: str | None = None,
+             k: int = 0) -> Tensor:
     """``input`` with its main diagonal replaced by ``diagonal`` (square matrices;
     ``k=0`` only)."""
     x = _matrices(input, "set_diag")
@@ -383,7 +388,8 @@ def set_diag(input, diagonal, name: str | None = None, k: int = 0) -> Tensor:
 
 
 @export("linalg")
-def normalize(tensor, ord="euclidean", axis=None, name: str | None = None):
+def normalize(tensor: TensorLike, ord: str | int | float = "euclidean", axis: AxisLike = None,
+              name: str | None = None) -> tuple[Tensor, Tensor]:
     """``(tensor / norm, norm)`` with ``norm = lk.norm(tensor, ord, axis, keepdims=True)``
     (TF ``tf.linalg.normalize``)."""
     n = _linalg.norm(tensor, ord=ord, axis=axis, keepdims=True)
@@ -391,7 +397,7 @@ def normalize(tensor, ord="euclidean", axis=None, name: str | None = None):
 
 
 @export("linalg")
-def pinv(a, rcond=None, name: str | None = None) -> Tensor:
+def pinv(a: TensorLike, rcond: TensorLike | None = None, name: str | None = None) -> Tensor:
     """Moore-Penrose pseudo-inverse through the SVD; singular values below
     ``rcond * max(s)`` (default ``10 * max(M, N) * eps``) count as zero, as in TF.
     Differentiable where the singular values are distinct."""
@@ -406,7 +412,8 @@ def pinv(a, rcond=None, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def lstsq(matrix, rhs, l2_regularizer=0.0, fast: bool = True, name: str | None = None) -> Tensor:
+def lstsq(matrix: TensorLike, rhs: TensorLike, l2_regularizer: TensorLike = 0.0,
+          fast: bool = True, name: str | None = None) -> Tensor:
     """Least-squares ``X`` minimising ``|matrix X - rhs|^2 + l2 |X|^2`` (the normal
     equations, as TF's ``fast=True`` path); differentiable."""
     a, b = _matrices(matrix, "lstsq", square=False), _matrices(rhs, "lstsq", square=False)
@@ -420,7 +427,8 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast: bool = True, name: str | None =
 
 
 @export("linalg")
-def matrix_rank(a, tol=None, validate_args: bool = False, name: str | None = None) -> Tensor:
+def matrix_rank(a: TensorLike, tol: TensorLike | None = None, validate_args: bool = False,
+                name: str | None = None) -> Tensor:
     """Number of singular values above ``tol`` (default ``max(s) * max(M, N) * eps``)."""
     x = _matrices(a, "matrix_rank", square=False)
     s = svd(x, compute_uv=False)

@@ -10,11 +10,14 @@ NaN into the gradient.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, DTypeLike, ShapeLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
@@ -86,20 +89,20 @@ del _fn, _what, _record
 
 
 @export("math", numpy=np.arctan2)
-def atan2(y, x, name: str | None = None) -> Tensor:
+def atan2(y: TensorLike, x: TensorLike, name: str | None = None) -> Tensor:
     """Elementwise angle of the point ``(x, y)``: ``arctan(y / x)`` in the right quadrant."""
     return _ew._fast2(_ATAN2, y, x)
 
 
 @export("math", numpy=np.isinf)
-def is_inf(x, name: str | None = None) -> Tensor:
+def is_inf(x: TensorLike, name: str | None = None) -> Tensor:
     """Elementwise: is ``x`` +inf or -inf (bool; not differentiable)."""
     return _ew._fast1(_IS_INF, x)
 
 
 # ---- compositions ---------------------------------------------------------------------
 @export("math")
-def squared_difference(x, y, name: str | None = None) -> Tensor:
+def squared_difference(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Elementwise ``(x - y) ** 2``."""
     return _ew.square(_sub(x, y))
 
@@ -111,7 +114,7 @@ def _no_nan(x, y, combine) -> Tensor:
 
 
 @export("math")
-def divide_no_nan(x, y, name: str | None = None) -> Tensor:
+def divide_no_nan(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y``, but 0 wherever ``y == 0`` (also for ``x`` inf or nan), as in TF.
 
         >>> import layerkit as lk
@@ -122,20 +125,20 @@ def divide_no_nan(x, y, name: str | None = None) -> Tensor:
 
 
 @export("math")
-def multiply_no_nan(x, y, name: str | None = None) -> Tensor:
+def multiply_no_nan(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x * y``, but 0 wherever ``y == 0`` (also for ``x`` inf or nan), as in TF."""
     return _no_nan(x, y, _mul)
 
 
 @export("math")
-def reciprocal_no_nan(x, name: str | None = None) -> Tensor:
+def reciprocal_no_nan(x: TensorLike, name: str | None = None) -> Tensor:
     """``1 / x``, but 0 where ``x == 0``."""
     x = convert_to_tensor(x)
     return divide_no_nan(1, x)
 
 
 @export("math")
-def xlogy(x, y, name: str | None = None) -> Tensor:
+def xlogy(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x * log(y)``, 0 where ``x == 0`` (even for ``y == 0``), as in TF."""
     x, y = convert_to_tensor(x), convert_to_tensor(y)
     zero = _ew.equal(x, 0)
@@ -143,7 +146,7 @@ def xlogy(x, y, name: str | None = None) -> Tensor:
 
 
 @export("math")
-def xdivy(x, y, name: str | None = None) -> Tensor:
+def xdivy(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y``, 0 where ``x == 0`` (even for ``y == 0``), as in TF."""
     x, y = convert_to_tensor(x), convert_to_tensor(y)
     zero = _ew.equal(x, 0)
@@ -151,31 +154,31 @@ def xdivy(x, y, name: str | None = None) -> Tensor:
 
 
 @export("math", numpy=np.logical_xor)
-def logical_xor(x, y, name: str | None = None) -> Tensor:
+def logical_xor(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Elementwise exclusive or of two bool tensors."""
     return _ew.logical_and(_ew.logical_or(x, y), _ew.logical_not(_ew.logical_and(x, y)))
 
 
 @export("math", "nn")
-def log_sigmoid(x, name: str | None = None) -> Tensor:
+def log_sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
     """``log(sigmoid(x)) = -softplus(-x)``, computed without overflow."""
     return _ew.negative(_nn.softplus(_ew.negative(x)))
 
 
 @export("math", "nn")
-def softsign(features, name: str | None = None) -> Tensor:
+def softsign(features: TensorLike, name: str | None = None) -> Tensor:
     """``features / (1 + |features|)``."""
     return _div(features, _ew_add(1, _ew.abs(features)))
 
 
 @export("math")
-def erfc(x, name: str | None = None) -> Tensor:
+def erfc(x: TensorLike, name: str | None = None) -> Tensor:
     """Complementary error function ``1 - erf(x)``."""
     return _sub(1, _ew.erf(x))
 
 
 @export("math")
-def polyval(coeffs, x, name: str | None = None) -> Tensor:
+def polyval(coeffs: TensorLike, x: TensorLike, name: str | None = None) -> Tensor:
     """``coeffs[0] * x**(n-1) + ... + coeffs[n-1]`` by Horner's rule (TF ``polyval``)."""
     if not isinstance(coeffs, (list, tuple)):
         raise TypeError(f"polyval: coeffs must be a list of tensors, received "
@@ -190,32 +193,31 @@ def polyval(coeffs, x, name: str | None = None) -> Tensor:
 
 
 @export("lk", "math")
-def add_n(inputs, name: str | None = None) -> Tensor:
+def add_n(inputs: Sequence[TensorLike] | Tensor, name: str | None = None) -> Tensor:
     """Elementwise sum of a non-empty list of tensors of the same shape (TF ``add_n``).
 
     Raises:
         ValueError: an empty list or differing shapes.
     """
-    if isinstance(inputs, Tensor):
-        inputs = [inputs]
-    inputs = [convert_to_tensor(t) for t in inputs]
-    if not inputs or len({t.shape for t in inputs}) != 1:
+    tensors = [convert_to_tensor(t) for t in ([inputs] if isinstance(inputs, Tensor) else inputs)]
+    if not tensors or len({t.shape for t in tensors}) != 1:
         raise ValueError(f"add_n: expected a non-empty list of tensors of one shape, "
-                         f"received shapes {[t.shape for t in inputs]}")
-    out = inputs[0]
-    for t in inputs[1:]:
+                         f"received shapes {[t.shape for t in tensors]}")
+    out = tensors[0]
+    for t in tensors[1:]:
         out = _ew_add(out, t)
     return out
 
 
 @export("math")
-def accumulate_n(inputs, shape=None, tensor_dtype=None, name: str | None = None) -> Tensor:
+def accumulate_n(inputs: Sequence[TensorLike], shape: ShapeLike | TensorLike | None = None,
+                 tensor_dtype: DTypeLike = None, name: str | None = None) -> Tensor:
     """The same as ``add_n`` (TF's deprecated alias)."""
     return add_n(inputs)
 
 
 @export("lk", "math")
-def scalar_mul(scalar, x, name: str | None = None) -> Tensor:
+def scalar_mul(scalar: TensorLike, x: TensorLike, name: str | None = None) -> Tensor:
     """``scalar * x`` for a scalar (TF ``scalar_mul``).
 
     Raises:
@@ -227,14 +229,15 @@ def scalar_mul(scalar, x, name: str | None = None) -> Tensor:
 
 
 @export("math")
-def reduce_euclidean_norm(input_tensor, axis=None, keepdims: bool = False,
+def reduce_euclidean_norm(input_tensor: TensorLike, axis: AxisLike = None, keepdims: bool = False,
                           name: str | None = None) -> Tensor:
     """``sqrt(reduce_sum(x ** 2, axis))`` (TF ``reduce_euclidean_norm``)."""
     return _ew.sqrt(_reduce.reduce_sum(_ew.square(input_tensor), axis, keepdims=keepdims))
 
 
 @export("math")
-def count_nonzero(input, axis=None, keepdims: bool = False, dtype="int64",
+def count_nonzero(input: TensorLike, axis: AxisLike = None, keepdims: bool = False,
+                  dtype: DTypeLike = "int64",
                   name: str | None = None) -> Tensor:
     """Number of non-zero entries along ``axis`` (int64 by default, as in TF)."""
     nz = _ew.not_equal(input, 0)
@@ -261,7 +264,9 @@ _BINCOUNT_W = Op("bincount_weighted", _bincount_fwd)
 
 
 @export("math")
-def bincount(arr, weights=None, minlength=None, maxlength=None, dtype="int32",
+def bincount(arr: TensorLike, weights: TensorLike | None = None,
+             minlength: TensorLike | None = None, maxlength: TensorLike | None = None,
+             dtype: DTypeLike = "int32",
              name: str | None = None) -> Tensor:
     """Count of each value ``0..max(arr)`` in ``arr`` (summed ``weights`` if given).
 
@@ -284,7 +289,9 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype="int32",
 
 
 @export("math")
-def confusion_matrix(labels, predictions, num_classes=None, weights=None, dtype="int32",
+def confusion_matrix(labels: TensorLike, predictions: TensorLike,
+                     num_classes: TensorLike | None = None, weights: TensorLike | None = None,
+                     dtype: DTypeLike = "int32",
                      name: str | None = None) -> Tensor:
     """``num_classes x num_classes`` counts: rows are labels, columns predictions (TF).
 
@@ -308,7 +315,8 @@ def confusion_matrix(labels, predictions, num_classes=None, weights=None, dtype=
 
 # ---- norms and clipping -----------------------------------------------------------------
 @export("lk")
-def clip_by_norm(t, clip_norm, axes=None, name: str | None = None) -> Tensor:
+def clip_by_norm(t: TensorLike, clip_norm: TensorLike, axes: AxisLike = None,
+                 name: str | None = None) -> Tensor:
     """``t`` scaled so that its L2 norm over ``axes`` is at most ``clip_norm`` (TF).
 
         >>> import layerkit as lk
@@ -322,7 +330,7 @@ def clip_by_norm(t, clip_norm, axes=None, name: str | None = None) -> Tensor:
 
 
 @export("linalg")
-def global_norm(t_list, name: str | None = None) -> Tensor:
+def global_norm(t_list: Sequence[TensorLike | None], name: str | None = None) -> Tensor:
     """``sqrt(sum of the squared L2 norms of every tensor in t_list)`` (None skipped)."""
     parts = [_reduce.reduce_sum(_ew.square(t)) for t in t_list if t is not None]
     if not parts:
@@ -331,7 +339,9 @@ def global_norm(t_list, name: str | None = None) -> Tensor:
 
 
 @export("lk")
-def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: str | None = None):
+def clip_by_global_norm(t_list: Sequence[TensorLike | None], clip_norm: TensorLike,
+                        use_norm: TensorLike | None = None,
+                        name: str | None = None) -> tuple[list[Tensor | None], Tensor]:
     """Scale every tensor of ``t_list`` by ``clip_norm / max(global_norm, clip_norm)``.
 
     Returns ``(clipped_list, global_norm)`` as TF does; None entries stay None.
@@ -355,7 +365,8 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name: str | None = Non
 
 # ---- tf.nn helpers ------------------------------------------------------------------------
 @export("nn")
-def bias_add(value, bias, data_format: str | None = None, name: str | None = None) -> Tensor:
+def bias_add(value: TensorLike, bias: TensorLike, data_format: str | None = None,
+             name: str | None = None) -> Tensor:
     """``value + bias`` with a 1-D ``bias`` on the channel axis (last, or axis 1 for
     ``data_format='NC...'``), as TF ``bias_add``.
 
@@ -373,13 +384,14 @@ def bias_add(value, bias, data_format: str | None = None, name: str | None = Non
 
 
 @export("nn")
-def l2_loss(t, name: str | None = None) -> Tensor:
+def l2_loss(t: TensorLike, name: str | None = None) -> Tensor:
     """``sum(t ** 2) / 2`` (TF ``l2_loss``)."""
     return _mul(_reduce.reduce_sum(_ew.square(t)), 0.5)
 
 
 @export("nn")
-def embedding_lookup(params, ids, max_norm=None, name: str | None = None) -> Tensor:
+def embedding_lookup(params: TensorLike, ids: TensorLike, max_norm: TensorLike | None = None,
+                     name: str | None = None) -> Tensor:
     """Rows of ``params`` at ``ids`` (``gather`` along axis 0; one params tensor)."""
     if isinstance(params, (list, tuple)):
         if len(params) != 1:
@@ -391,7 +403,8 @@ def embedding_lookup(params, ids, max_norm=None, name: str | None = None) -> Ten
 
 
 @export("nn")
-def weighted_cross_entropy_with_logits(labels, logits, pos_weight,
+def weighted_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike,
+                                       pos_weight: TensorLike,
                                        name: str | None = None) -> Tensor:
     """Sigmoid cross-entropy with the positive term weighted by ``pos_weight`` (TF):
     ``(1 - z) x + (1 + (q - 1) z) log(1 + exp(-x))``, computed without overflow."""
@@ -401,13 +414,13 @@ def weighted_cross_entropy_with_logits(labels, logits, pos_weight,
 
 
 @export("nn")
-def crelu(features, axis: int = -1, name: str | None = None) -> Tensor:
+def crelu(features: TensorLike, axis: int = -1, name: str | None = None) -> Tensor:
     """``concat([relu(x), relu(-x)], axis)`` (TF ``crelu``)."""
     return _array.concat([_nn.relu(features), _nn.relu(_ew.negative(features))], axis)
 
 
 @export("nn")
-def log_poisson_loss(targets, log_input, compute_full_loss: bool = False,
+def log_poisson_loss(targets: TensorLike, log_input: TensorLike, compute_full_loss: bool = False,
                      name: str | None = None) -> Tensor:
     """Poisson negative log-likelihood ``exp(log_input) - targets * log_input`` (TF), with
     Stirling's approximation of ``log(targets!)`` added when ``compute_full_loss``."""

@@ -26,11 +26,14 @@ chains, their measurements, the float32 erf-free gelu) are in
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from layerkit._core.convert import convert_to_tensor, to_array
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import AxisLike, TensorLike
 from layerkit.kernels import activation as _kact
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
@@ -91,7 +94,7 @@ _RELU = Op("relu", lambda x: np.maximum(x, 0),
            reads=("out",))
 
 
-def relu(features) -> Tensor:
+def relu(features: TensorLike) -> Tensor:
     """Rectified linear unit ``max(features, 0)``; the gradient at 0 is 0 (as in TF).
 
     Examples:
@@ -102,7 +105,7 @@ def relu(features) -> Tensor:
     return apply(_RELU, features)
 
 
-def relu6(features) -> Tensor:
+def relu6(features: TensorLike) -> Tensor:
     """``min(max(features, 0), 6)``; the gradient is 0 at 0 and at 6 (as in TF)."""
     # 6 first: minimum sends a tie's gradient to its first argument.
     return _ew.minimum(6, relu(features))
@@ -123,7 +126,7 @@ _LEAKY_RELU = Op("leaky_relu", _kact.leaky_relu,
                  "where({0} > 0, {0}, {0} * {1})", reads=(0, 1))
 
 
-def leaky_relu(features, alpha: float = 0.2) -> Tensor:
+def leaky_relu(features: TensorLike, alpha: float = 0.2) -> Tensor:
     """``features`` where positive, else ``alpha * features`` (gradient ``alpha`` at 0)."""
     x = _floating(features, "leaky_relu")
     return apply(_LEAKY_RELU, x, float(alpha))
@@ -135,13 +138,13 @@ def _neg_expm1(x: Tensor, alpha: float) -> Tensor:
     return _ew.multiply(_ew.expm1(_ew.minimum(x, 0)), float(alpha))
 
 
-def elu(features, alpha: float = 1.0) -> Tensor:
+def elu(features: TensorLike, alpha: float = 1.0) -> Tensor:
     """Exponential linear unit: ``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
     x = _floating(features, "elu")
     return _ew.where(_ew.greater(x, 0), x, _neg_expm1(x, alpha))
 
 
-def selu(features) -> Tensor:
+def selu(features: TensorLike) -> Tensor:
     """Scaled ELU with the self-normalising constants of Klambauer et al. (2017)."""
     x = _floating(features, "selu")
     # >= 0: the gradient at 0 is ``scale`` (TF's SeluGrad tests ``x < 0``).
@@ -149,7 +152,7 @@ def selu(features) -> Tensor:
                         _SELU_SCALE)
 
 
-def silu(features, beta: float = 1.0) -> Tensor:
+def silu(features: TensorLike, beta: float = 1.0) -> Tensor:
     """Sigmoid linear unit (swish): ``features * sigmoid(beta * features)``."""
     x = _floating(features, "silu")
     z = x if beta == 1.0 else _ew.multiply(x, float(beta))
@@ -166,7 +169,7 @@ _SOFTPLUS = Op("softplus", _kact.softplus,
                "where({0} > 0, {0} + log1p(exp(-{0})), log1p(exp({0})))", reads=(0,))
 
 
-def softplus(features) -> Tensor:
+def softplus(features: TensorLike) -> Tensor:
     """``log(1 + exp(features))``, computed without overflow; the gradient is sigmoid.
 
     Examples:
@@ -223,7 +226,7 @@ def _gelu_approximate(approximate) -> bool:
         f"{approximate!r}")
 
 
-def gelu(features, approximate: bool | str = False) -> Tensor:
+def gelu(features: TensorLike, approximate: bool | str = False) -> Tensor:
     """Gaussian error linear unit ``x * Phi(x)`` (Phi: the standard normal CDF).
 
     Args:
@@ -281,7 +284,7 @@ _SOFTMAX = Op("softmax", _softmax_fwd, _softmax_vjp, reads=("out",))
 _LOG_SOFTMAX = Op("log_softmax", _log_softmax_fwd, _log_softmax_vjp, reads=("out",))
 
 
-def softmax(logits, axis: int = -1) -> Tensor:
+def softmax(logits: TensorLike, axis: int = -1) -> Tensor:
     """``exp(logits) / sum(exp(logits), axis)``, computed stably (shifted by the max).
 
     Raises:
@@ -291,7 +294,7 @@ def softmax(logits, axis: int = -1) -> Tensor:
     return apply(_SOFTMAX, x, axis=_axis_arg(axis, x.ndim, "softmax"))
 
 
-def log_softmax(logits, axis: int = -1) -> Tensor:
+def log_softmax(logits: TensorLike, axis: int = -1) -> Tensor:
     """``logits - log(sum(exp(logits), axis))``, computed stably.
 
     Raises:
@@ -316,7 +319,8 @@ def _labels_like(labels, logits: Tensor, op: str) -> Tensor:
     return t if t.dtype == logits.dtype else _ew.cast(t, logits.dtype)
 
 
-def softmax_cross_entropy_with_logits(labels, logits, axis: int = -1) -> Tensor:
+def softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike,
+                                      axis: int = -1) -> Tensor:
     """Cross-entropy between ``labels`` (probabilities) and ``softmax(logits)``.
 
     Computed as ``-sum(labels * log_softmax(logits), axis)``, stable for any logits.
@@ -402,7 +406,7 @@ _SPARSE_CE = Op("sparse_softmax_cross_entropy_with_logits", _sparse_ce_fwd,
                 reads=(0, 1))
 
 
-def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:
+def sparse_softmax_cross_entropy_with_logits(labels: TensorLike, logits: TensorLike) -> Tensor:
     """Cross-entropy between integer class ``labels`` and ``softmax(logits)``.
 
     Args:
@@ -432,7 +436,8 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits) -> Tensor:
     return apply(_SPARSE_CE, z, x)
 
 
-def sigmoid_cross_entropy_with_logits(labels=None, logits=None) -> Tensor:
+def sigmoid_cross_entropy_with_logits(labels: TensorLike | None = None,
+                                      logits: TensorLike | None = None) -> Tensor:
     """Elementwise cross-entropy between ``labels`` in [0, 1] and ``sigmoid(logits)``.
 
     Uses TF's stable form ``max(x, 0) - x * z + log(1 + exp(-|x|))``, written as
@@ -467,7 +472,8 @@ def _dropout_mask_fwd(shape, dtype, rate, source):
 _DROPOUT_MASK = Op("dropout_mask", _dropout_mask_fwd, stateful=True)
 
 
-def dropout(x, rate: float, noise_shape=None, seed=None) -> Tensor:
+def dropout(x: TensorLike, rate: float, noise_shape: Sequence[int | None] | Tensor | None = None,
+            seed: int | _random.Generator | None = None) -> Tensor:
     """Zero each element with probability ``rate`` and scale the rest by ``1/(1 - rate)``.
 
     Args:
@@ -507,7 +513,7 @@ def dropout(x, rate: float, noise_shape=None, seed=None) -> Tensor:
     return _ew.multiply(t, mask)
 
 
-def moments(x, axes, keepdims: bool = False) -> tuple:
+def moments(x: TensorLike, axes: AxisLike, keepdims: bool = False) -> tuple:
     """Mean and variance of ``x`` over ``axes``.
 
     The variance is ``mean((x - mean)^2)`` with the mean not held constant, so its
@@ -525,7 +531,9 @@ def moments(x, axes, keepdims: bool = False) -> tuple:
     return mean, var
 
 
-def batch_normalization(x, mean, variance, offset, scale, variance_epsilon: float) -> Tensor:
+def batch_normalization(x: TensorLike, mean: TensorLike, variance: TensorLike,
+                        offset: TensorLike | None, scale: TensorLike | None,
+                        variance_epsilon: float) -> Tensor:
     """``(x - mean) * scale / sqrt(variance + variance_epsilon) + offset`` (TF's form).
 
     ``offset`` and ``scale`` may be None. All arguments broadcast against ``x``.
@@ -544,7 +552,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon: floa
     return _ew.add(_ew.multiply(t, inv), shift)
 
 
-def l2_normalize(x, axis=None, epsilon: float = 1e-12) -> Tensor:
+def l2_normalize(x: TensorLike, axis: AxisLike = None, epsilon: float = 1e-12) -> Tensor:
     """``x / sqrt(max(sum(x^2, axis), epsilon))``.
 
     Raises:

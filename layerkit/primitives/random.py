@@ -25,6 +25,8 @@ through :func:`get_state` / :func:`set_state`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from layerkit._core import context
@@ -295,23 +297,27 @@ class Generator:
         """Draw a fresh 63-bit seed from this stream."""
         return int(self._rng.integers(0, 2**63 - 1))
 
-    def normal(self, shape, mean=0.0, stddev=1.0, dtype=FLOATX) -> Tensor:
+    def normal(self, shape: ShapeLike | TensorLike, mean: TensorLike = 0.0,
+               stddev: TensorLike = 1.0, dtype: DTypeLike = FLOATX) -> Tensor:
         """Normal samples of ``shape``."""
         return _normal(self, shape, mean, stddev, dtype)
 
-    def uniform(self, shape, minval=0, maxval=None, dtype=FLOATX) -> Tensor:
+    def uniform(self, shape: ShapeLike | TensorLike, minval: TensorLike = 0,
+                maxval: TensorLike | None = None, dtype: DTypeLike = FLOATX) -> Tensor:
         """Uniform samples in ``[minval, maxval)`` (``maxval`` defaults to 1 for floats)."""
         return _uniform(self, shape, minval, maxval, dtype)
 
-    def truncated_normal(self, shape, mean=0.0, stddev=1.0, dtype=FLOATX) -> Tensor:
+    def truncated_normal(self, shape: ShapeLike | TensorLike, mean: TensorLike = 0.0,
+                         stddev: TensorLike = 1.0, dtype: DTypeLike = FLOATX) -> Tensor:
         """Normal samples redrawn until within two standard deviations of the mean."""
         return _truncated_normal(self, shape, mean, stddev, dtype)
 
-    def categorical(self, logits, num_samples: int, dtype=_INT64) -> Tensor:
+    def categorical(self, logits: TensorLike, num_samples: int,
+                    dtype: DTypeLike = _INT64) -> Tensor:
         """Class indices drawn from ``softmax(logits)``: shape ``(batch, num_samples)``."""
         return _categorical(self, logits, num_samples, dtype)
 
-    def shuffle(self, value) -> Tensor:
+    def shuffle(self, value: TensorLike) -> Tensor:
         """``value`` with its first axis randomly permuted."""
         return _shuffle(self, value)
 
@@ -386,7 +392,7 @@ class SeedGenerator(Generator):
         (True, [42, 2])
     """
 
-    def __init__(self, seed: int | None = None, name: str | None = None, **kwargs) -> None:
+    def __init__(self, seed: int | None = None, name: str | None = None, **kwargs: Any) -> None:
         from layerkit._core.variable import Variable
 
         kwargs.pop("backend", None)
@@ -510,7 +516,8 @@ def rng_for(seed: int | None) -> np.random.Generator:
 
 
 # ---- the lk.random namespace -----------------------------------------------------------
-def normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Tensor:
+def normal(shape: ShapeLike | TensorLike, mean: TensorLike = 0.0, stddev: TensorLike = 1.0,
+           dtype: DTypeLike = FLOATX, seed: int | Generator | None = None) -> Tensor:
     """Samples from a normal distribution.
 
     Args:
@@ -525,7 +532,9 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Tensor:
     return _normal(source_of(seed, "lk.random.normal"), shape, mean, stddev, dtype)
 
 
-def uniform(shape, minval=0, maxval=None, dtype=FLOATX, seed=None) -> Tensor:
+def uniform(shape: ShapeLike | TensorLike, minval: TensorLike = 0,
+            maxval: TensorLike | None = None, dtype: DTypeLike = FLOATX,
+            seed: int | Generator | None = None) -> Tensor:
     """Samples from a uniform distribution on ``[minval, maxval)``.
 
     ``maxval`` defaults to 1 for floats and must be given for integer dtypes (TF).
@@ -537,7 +546,9 @@ def uniform(shape, minval=0, maxval=None, dtype=FLOATX, seed=None) -> Tensor:
     return _uniform(source_of(seed, "lk.random.uniform"), shape, minval, maxval, dtype)
 
 
-def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Tensor:
+def truncated_normal(shape: ShapeLike | TensorLike, mean: TensorLike = 0.0,
+                     stddev: TensorLike = 1.0, dtype: DTypeLike = FLOATX,
+                     seed: int | Generator | None = None) -> Tensor:
     """Normal samples, redrawn when more than two standard deviations from the mean.
 
     ``seed`` as in :func:`normal`.
@@ -546,7 +557,8 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=FLOATX, seed=None) -> Te
                              stddev, dtype)
 
 
-def categorical(logits, num_samples: int, dtype=_INT64, seed=None) -> Tensor:
+def categorical(logits: TensorLike, num_samples: int, dtype: DTypeLike = _INT64,
+                seed: int | Generator | None = None) -> Tensor:
     """Draw class indices from ``softmax(logits)``.
 
     Args:
@@ -581,6 +593,6 @@ def poisson(shape: ShapeLike, lam: TensorLike, dtype: DTypeLike = FLOATX,
                  dtype=dt, source=source_of(seed, "lk.random.poisson"))
 
 
-def shuffle(value, seed=None) -> Tensor:
+def shuffle(value: TensorLike, seed: int | Generator | None = None) -> Tensor:
     """Randomly permute ``value`` along its first axis (``seed`` as in :func:`normal`)."""
     return _shuffle(source_of(seed, "lk.random.shuffle"), value)

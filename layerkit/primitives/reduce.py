@@ -30,6 +30,7 @@ from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import RECORDERS, Op, apply
 from layerkit._core.tensor import Tensor
 from layerkit._core.tuning import REDUCE_AXES_CACHE
+from layerkit._core.types import AxisLike, DTypeLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives.creation import axis_arg, int_arg
@@ -176,7 +177,7 @@ _SUM = Op("reduce_sum", _sum_fwd, _sum_vjp, reads=())
 
 
 @export("lk", "math")
-def reduce_sum(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_sum(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Sum of elements across ``axis`` (None: all axes).
 
     Args:
@@ -238,7 +239,7 @@ _MEAN = Op("reduce_mean", _mean_fwd, _mean_vjp, reads=())
 
 
 @export("lk", "math")
-def reduce_mean(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_mean(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Mean of elements across ``axis``; integer inputs give a truncated integer mean (TF).
 
     float16 is summed in float32 (no overflow for a representable mean); integers are
@@ -284,7 +285,7 @@ def _extremum(op: Op, x, axis, keepdims) -> Tensor:
 
 
 @export("lk", "math")
-def reduce_max(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_max(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Maximum across ``axis``. The gradient is split equally among tied maxima (TF).
 
     Raises:
@@ -294,7 +295,7 @@ def reduce_max(x, axis=None, keepdims: bool = False) -> Tensor:
 
 
 @export("lk", "math")
-def reduce_min(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_min(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Minimum across ``axis``. The gradient is split equally among tied minima (TF)."""
     return _extremum(_MIN, x, axis, keepdims)
 
@@ -328,7 +329,7 @@ _PROD = Op("reduce_prod", _prod_fwd, _prod_vjp, reads=(0,))
 
 
 @export("lk", "math")
-def reduce_prod(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_prod(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Product of elements across ``axis``.
 
     The first derivative is exact even where ``x`` has zeros (TF's formulation); the
@@ -364,7 +365,7 @@ _LSE = Op("reduce_logsumexp", _lse_fwd, _lse_vjp, reads=(0, "out"))
 
 
 @export("lk", "math")
-def reduce_logsumexp(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_logsumexp(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` across ``axis``, computed stably (shifted by the maximum).
 
     Raises:
@@ -398,7 +399,7 @@ def _variance(x, axis, keepdims, op: str) -> Tensor:
 
 
 @export("lk", "math")
-def reduce_variance(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_variance(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Population variance across ``axis`` (``mean((x - mean(x))**2)``, two-pass).
 
     Raises:
@@ -410,7 +411,7 @@ def reduce_variance(x, axis=None, keepdims: bool = False) -> Tensor:
 
 
 @export("lk", "math")
-def reduce_std(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_std(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Population standard deviation across ``axis``.
 
     Its gradient is infinite/NaN where the variance is exactly 0 (as in TF).
@@ -428,13 +429,13 @@ _ANY = Op("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=
 
 
 @export("lk", "math")
-def reduce_all(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_all(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Logical AND across ``axis`` (non-bool inputs are tested for non-zero)."""
     return apply(_ALL, x, axis=_norm_axis(axis, _ndim(x), "reduce_all"), keepdims=bool(keepdims))
 
 
 @export("lk", "math")
-def reduce_any(x, axis=None, keepdims: bool = False) -> Tensor:
+def reduce_any(x: TensorLike, axis: AxisLike = None, keepdims: bool = False) -> Tensor:
     """Logical OR across ``axis`` (non-bool inputs are tested for non-zero)."""
     return apply(_ANY, x, axis=_norm_axis(axis, _ndim(x), "reduce_any"), keepdims=bool(keepdims))
 
@@ -456,7 +457,7 @@ def _arg(op: Op, x, axis, output_type) -> Tensor:
 
 
 @export("lk", "math")
-def argmax(x, axis: int | None = None, output_type=np.int64) -> Tensor:
+def argmax(x: TensorLike, axis: int | None = None, output_type: DTypeLike = np.int64) -> Tensor:
     """Index of the largest value along ``axis`` (TF: ``axis=None`` means 0); int64.
 
     Ties resolve to the first occurrence. Not differentiable.
@@ -465,7 +466,7 @@ def argmax(x, axis: int | None = None, output_type=np.int64) -> Tensor:
 
 
 @export("lk", "math")
-def argmin(x, axis: int | None = None, output_type=np.int64) -> Tensor:
+def argmin(x: TensorLike, axis: int | None = None, output_type: DTypeLike = np.int64) -> Tensor:
     """Index of the smallest value along ``axis`` (TF: ``axis=None`` means 0); int64."""
     return _arg(_ARGMIN, x, axis, output_type)
 
@@ -519,7 +520,7 @@ def _scan_axis(op: str, x, axis) -> int:
 
 
 @export("lk", "math")
-def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+def cumsum(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
     """Cumulative sum along ``axis`` (TF semantics).
 
     Args:
@@ -533,7 +534,7 @@ def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> 
 
 
 @export("lk", "math")
-def cumprod(x, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+def cumprod(x: TensorLike, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
     """Cumulative product along ``axis`` (TF semantics; ``exclusive`` starts at 1).
 
     The gradient divides by ``x`` (as TF's does): it is exact only where ``x != 0``.

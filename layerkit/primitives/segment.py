@@ -21,6 +21,7 @@ import numpy as np
 from layerkit._core.convert import convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
 from layerkit.primitives import elementwise as _ew
@@ -128,7 +129,8 @@ _SEG_PROD = Op("unsorted_segment_prod", _prod_fwd, _prod_vjp, reads=(0, 1, "out"
 
 # ---- public functions --------------------------------------------------------------
 @export("math")
-def unsorted_segment_sum(data, segment_ids, num_segments, name: str | None = None) -> Tensor:
+def unsorted_segment_sum(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
+                         name: str | None = None) -> Tensor:
     """Sum of the ``data`` slices of each segment id in ``[0, num_segments)``.
 
         >>> import layerkit as lk
@@ -144,7 +146,8 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name: str | None = Non
 
 
 @export("math")
-def unsorted_segment_mean(data, segment_ids, num_segments, name: str | None = None) -> Tensor:
+def unsorted_segment_mean(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
+                          name: str | None = None) -> Tensor:
     """Mean of each segment (0 for an empty segment); see ``unsorted_segment_sum``."""
     x, ids = _args(data, segment_ids, "unsorted_segment_mean")
     n = int_arg(num_segments, "unsorted_segment_mean", "num_segments")
@@ -152,7 +155,7 @@ def unsorted_segment_mean(data, segment_ids, num_segments, name: str | None = No
 
 
 @export("math")
-def unsorted_segment_sqrt_n(data, segment_ids, num_segments,
+def unsorted_segment_sqrt_n(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
                             name: str | None = None) -> Tensor:
     """Sum of each segment divided by the square root of its size (0 when empty)."""
     x, ids = _args(data, segment_ids, "unsorted_segment_sqrt_n")
@@ -161,7 +164,8 @@ def unsorted_segment_sqrt_n(data, segment_ids, num_segments,
 
 
 @export("math")
-def unsorted_segment_max(data, segment_ids, num_segments, name: str | None = None) -> Tensor:
+def unsorted_segment_max(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
+                         name: str | None = None) -> Tensor:
     """Maximum of each segment (the dtype's lowest value when empty, as in TF)."""
     x, ids = _args(data, segment_ids, "unsorted_segment_max")
     n = int_arg(num_segments, "unsorted_segment_max", "num_segments")
@@ -169,7 +173,8 @@ def unsorted_segment_max(data, segment_ids, num_segments, name: str | None = Non
 
 
 @export("math")
-def unsorted_segment_min(data, segment_ids, num_segments, name: str | None = None) -> Tensor:
+def unsorted_segment_min(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
+                         name: str | None = None) -> Tensor:
     """Minimum of each segment (the dtype's highest value when empty, as in TF)."""
     x, ids = _args(data, segment_ids, "unsorted_segment_min")
     n = int_arg(num_segments, "unsorted_segment_min", "num_segments")
@@ -177,7 +182,8 @@ def unsorted_segment_min(data, segment_ids, num_segments, name: str | None = Non
 
 
 @export("math")
-def unsorted_segment_prod(data, segment_ids, num_segments, name: str | None = None) -> Tensor:
+def unsorted_segment_prod(data: TensorLike, segment_ids: TensorLike, num_segments: TensorLike,
+                          name: str | None = None) -> Tensor:
     """Product of each segment (1 when empty)."""
     x, ids = _args(data, segment_ids, "unsorted_segment_prod")
     n = int_arg(num_segments, "unsorted_segment_prod", "num_segments")
@@ -185,7 +191,7 @@ def unsorted_segment_prod(data, segment_ids, num_segments, name: str | None = No
 
 
 @export("math")
-def segment_sum(data, segment_ids, name: str | None = None) -> Tensor:
+def segment_sum(data: TensorLike, segment_ids: TensorLike, name: str | None = None) -> Tensor:
     """Sum of each segment of sorted 1-D ``segment_ids`` (``max(ids) + 1`` segments).
 
         >>> import layerkit as lk
@@ -201,7 +207,7 @@ def segment_sum(data, segment_ids, name: str | None = None) -> Tensor:
 
 
 @export("math")
-def segment_mean(data, segment_ids, name: str | None = None) -> Tensor:
+def segment_mean(data: TensorLike, segment_ids: TensorLike, name: str | None = None) -> Tensor:
     """Mean of each segment of sorted ``segment_ids`` (0 for an empty one)."""
     x, ids = _args(data, segment_ids, "segment_mean")
     n = _num_sorted(ids, "segment_mean")
@@ -209,7 +215,7 @@ def segment_mean(data, segment_ids, name: str | None = None) -> Tensor:
 
 
 @export("math")
-def segment_sqrt_n(data, segment_ids, name: str | None = None) -> Tensor:
+def segment_sqrt_n(data: TensorLike, segment_ids: TensorLike, name: str | None = None) -> Tensor:
     """Sum of each segment of sorted ``segment_ids`` over the square root of its size."""
     x, ids = _args(data, segment_ids, "segment_sqrt_n")
     n = _num_sorted(ids, "segment_sqrt_n")
@@ -217,21 +223,21 @@ def segment_sqrt_n(data, segment_ids, name: str | None = None) -> Tensor:
 
 
 @export("math")
-def segment_max(data, segment_ids, name: str | None = None) -> Tensor:
+def segment_max(data: TensorLike, segment_ids: TensorLike, name: str | None = None) -> Tensor:
     """Maximum of each segment of sorted ``segment_ids`` (0 for an empty one, as in TF)."""
     x, ids = _args(data, segment_ids, "segment_max")
     return apply(_SEG_MAX, x, ids, n=_num_sorted(ids, "segment_max"), empty=0)
 
 
 @export("math")
-def segment_min(data, segment_ids, name: str | None = None) -> Tensor:
+def segment_min(data: TensorLike, segment_ids: TensorLike, name: str | None = None) -> Tensor:
     """Minimum of each segment of sorted ``segment_ids`` (0 for an empty one, as in TF)."""
     x, ids = _args(data, segment_ids, "segment_min")
     return apply(_SEG_MIN, x, ids, n=_num_sorted(ids, "segment_min"), empty=0)
 
 
 @export("math")
-def segment_prod(data, segment_ids, name: str | None = None) -> Tensor:
+def segment_prod(data: TensorLike, segment_ids: TensorLike, name: str | None = None) -> Tensor:
     """Product of each segment of sorted ``segment_ids`` (1 for an empty one)."""
     x, ids = _args(data, segment_ids, "segment_prod")
     return apply(_SEG_PROD, x, ids, n=_num_sorted(ids, "segment_prod"))

@@ -11,6 +11,8 @@ Shape queries return int32 tensors, as in TensorFlow.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from layerkit._core import context
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply, wrap
 from layerkit._core.tensor import Tensor
-from layerkit._core.types import TensorLike
+from layerkit._core.types import DTypeLike, ShapeLike, TensorLike
 from layerkit._core.variable import Variable
 from layerkit.primitives import array as _array
 from layerkit.primitives import creation as _creation
@@ -39,7 +41,7 @@ def _int_type(out_type, op: str) -> np.dtype:
 
 
 @export("lk")
-def shape(input, out_type="int32", name: str | None = None) -> Tensor:
+def shape(input: TensorLike, out_type: DTypeLike = "int32", name: str | None = None) -> Tensor:
     """The shape of ``input`` as a 1-D int32 tensor (TF ``tf.shape``).
 
         >>> import layerkit as lk
@@ -66,7 +68,7 @@ def element_count(x, axis: int | None = None, dtype="float32"):
 
 
 @export("lk")
-def size(input, out_type="int32", name: str | None = None) -> Tensor:
+def size(input: TensorLike, out_type: DTypeLike = "int32", name: str | None = None) -> Tensor:
     """The number of elements of ``input`` as an int32 scalar tensor (TF ``tf.size``)."""
     dt = _int_type(out_type, "size")
     if context.RECORDERS and context.dynamic_dims(input) is not None:
@@ -75,7 +77,7 @@ def size(input, out_type="int32", name: str | None = None) -> Tensor:
 
 
 @export("lk")
-def rank(input, name: str | None = None) -> Tensor:
+def rank(input: TensorLike, name: str | None = None) -> Tensor:
     """The number of axes of ``input`` as an int32 scalar tensor (TF ``tf.rank``)."""
     return wrap(np.array(convert_to_tensor(input).ndim, np.int32))
 
@@ -84,7 +86,7 @@ _IDENTITY = Op("identity", lambda x: x, lambda g, ins, y, needs: (g,), "{0}", re
 
 
 @export("lk")
-def identity(input, name: str | None = None) -> Tensor:
+def identity(input: TensorLike, name: str | None = None) -> Tensor:
     """A tensor with the value of ``input`` (a Variable's current value is copied);
     its gradient passes through unchanged."""
     return apply(_IDENTITY, input)
@@ -92,7 +94,8 @@ def identity(input, name: str | None = None) -> Tensor:
 
 # ---- masks and scatters --------------------------------------------------------------
 @export("lk")
-def boolean_mask(tensor, mask, axis: int = 0, name: str | None = None) -> Tensor:
+def boolean_mask(tensor: TensorLike, mask: TensorLike, axis: int = 0,
+                 name: str | None = None) -> Tensor:
     """The entries of ``tensor`` where the k-D bool ``mask`` is True (TF semantics: the
     mask covers axes ``axis .. axis+k-1``, which collapse into one). Differentiable.
 
@@ -127,7 +130,8 @@ def _nd_args(indices, updates, shape: tuple, op: str) -> tuple[Tensor, Tensor]:
 
 
 @export("lk")
-def scatter_nd(indices, updates, shape, name: str | None = None) -> Tensor:
+def scatter_nd(indices: TensorLike, updates: TensorLike, shape: ShapeLike | TensorLike,
+               name: str | None = None) -> Tensor:
     """Zeros of ``shape`` with ``updates`` added at ``indices`` (repeated indices sum),
     TF ``tf.scatter_nd``; the adjoint of ``gather_nd``, differentiable in ``updates``.
 
@@ -141,7 +145,8 @@ def scatter_nd(indices, updates, shape, name: str | None = None) -> Tensor:
 
 
 @export("lk")
-def tensor_scatter_nd_add(tensor, indices, updates, name: str | None = None) -> Tensor:
+def tensor_scatter_nd_add(tensor: TensorLike, indices: TensorLike, updates: TensorLike,
+                          name: str | None = None) -> Tensor:
     """``tensor`` with ``updates`` added at ``indices`` (TF); differentiable in both."""
     t = convert_to_tensor(tensor)
     idx, upd = _nd_args(indices, updates, t.shape, "tensor_scatter_nd_add")
@@ -166,7 +171,8 @@ _SCATTER_UPDATE = Op("tensor_scatter_nd_update", _update_fwd, _update_vjp, reads
 
 
 @export("lk")
-def tensor_scatter_nd_update(tensor, indices, updates, name: str | None = None) -> Tensor:
+def tensor_scatter_nd_update(tensor: TensorLike, indices: TensorLike, updates: TensorLike,
+                             name: str | None = None) -> Tensor:
     """``tensor`` with the entries at ``indices`` replaced by ``updates`` (TF).
 
         >>> import layerkit as lk
@@ -190,7 +196,8 @@ _ROLL = Op("roll", lambda x, shift, axis: np.roll(x, shift, axis), _roll_vjp, re
 
 
 @export("lk")
-def roll(input, shift, axis, name: str | None = None) -> Tensor:
+def roll(input: TensorLike, shift: TensorLike, axis: int | Sequence[int],
+         name: str | None = None) -> Tensor:
     """Elements shifted cyclically by ``shift`` along ``axis`` (ints or matching lists).
 
         >>> import layerkit as lk
@@ -207,7 +214,8 @@ def roll(input, shift, axis, name: str | None = None) -> Tensor:
 
 
 @export("lk", numpy=np.repeat)
-def repeat(input, repeats, axis=None, name: str | None = None) -> Tensor:
+def repeat(input: TensorLike, repeats: TensorLike, axis: int | None = None,
+           name: str | None = None) -> Tensor:
     """Each element (or slice along ``axis``) repeated ``repeats`` times (TF/NumPy
     ``repeat``; ``axis=None`` flattens first). Differentiable (a gather).
 
@@ -231,7 +239,7 @@ def repeat(input, repeats, axis=None, name: str | None = None) -> Tensor:
 
 
 @export("lk")
-def meshgrid(*args, indexing: str = "xy", name: str | None = None) -> list:
+def meshgrid(*args: TensorLike, indexing: str = "xy", name: str | None = None) -> list:
     """Coordinate grids from 1-D tensors (TF/NumPy ``meshgrid``; ``'xy'`` swaps the
     first two output axes, ``'ij'`` does not). Differentiable.
 
@@ -255,7 +263,8 @@ def meshgrid(*args, indexing: str = "xy", name: str | None = None) -> list:
 
 
 @export("lk")
-def sequence_mask(lengths, maxlen=None, dtype="bool", name: str | None = None) -> Tensor:
+def sequence_mask(lengths: TensorLike, maxlen: TensorLike | None = None,
+                  dtype: DTypeLike = "bool", name: str | None = None) -> Tensor:
     """``mask[..., j] = j < lengths[...]`` with a new last axis of size ``maxlen``
     (default: the largest length), as TF ``tf.sequence_mask``.
 
@@ -273,13 +282,13 @@ def sequence_mask(lengths, maxlen=None, dtype="bool", name: str | None = None) -
 
 # ---- small TF helpers --------------------------------------------------------------------
 @export("lk")
-def is_tensor(x) -> bool:
+def is_tensor(x: object) -> bool:
     """Whether ``x`` is a layerkit Tensor (or Variable), as TF ``tf.is_tensor``."""
     return isinstance(x, Tensor)
 
 
 @export("lk")
-def ensure_shape(x, shape, name: str | None = None) -> Tensor:
+def ensure_shape(x: TensorLike, shape: ShapeLike | None, name: str | None = None) -> Tensor:
     """``x`` unchanged if its shape matches ``shape`` (None entries match any size).
 
     Raises:
@@ -294,28 +303,30 @@ def ensure_shape(x, shape, name: str | None = None) -> Tensor:
 
 
 @export("lk")
-def get_static_value(tensor, partial: bool = False):
+def get_static_value(tensor: object, partial: bool = False) -> np.ndarray:
     """The NumPy value of ``tensor`` (eager tensors always have one), or the value itself
     for non-tensors, as TF ``tf.get_static_value``."""
     return tensor.numpy() if isinstance(tensor, Tensor) else np.asarray(tensor)
 
 
 @export("lk")
-def broadcast_static_shape(shape_x, shape_y) -> tuple:
+def broadcast_static_shape(shape_x: ShapeLike, shape_y: ShapeLike) -> tuple:
     """The broadcast of two shapes (NumPy rules), as a tuple.
 
     Raises:
         ValueError: the shapes do not broadcast (names both).
     """
+    sx: tuple[Any, ...] = tuple(shape_x)
+    sy: tuple[Any, ...] = tuple(shape_y)
     try:
-        return np.broadcast_shapes(tuple(shape_x), tuple(shape_y))
+        return np.broadcast_shapes(sx, sy)
     except ValueError:
-        raise ValueError(f"broadcast_static_shape: shapes {tuple(shape_x)} and "
-                         f"{tuple(shape_y)} do not broadcast") from None
+        raise ValueError(f"broadcast_static_shape: shapes {sx} and "
+                         f"{sy} do not broadcast") from None
 
 
 @export("lk")
-def broadcast_dynamic_shape(shape_x, shape_y) -> Tensor:
+def broadcast_dynamic_shape(shape_x: TensorLike, shape_y: TensorLike) -> Tensor:
     """The broadcast of two 1-D shape tensors, as an int32 tensor (TF)."""
     sx = [int(d) for d in np.asarray(convert_to_tensor(shape_x).numpy()).reshape(-1)]
     sy = [int(d) for d in np.asarray(convert_to_tensor(shape_y).numpy()).reshape(-1)]
@@ -323,7 +334,7 @@ def broadcast_dynamic_shape(shape_x, shape_y) -> Tensor:
 
 
 @export("lk")
-def unravel_index(indices, dims, name: str | None = None) -> Tensor:
+def unravel_index(indices: TensorLike, dims: TensorLike, name: str | None = None) -> Tensor:
     """Flat indices into coordinates of an array of shape ``dims``: shape
     ``(len(dims),) + indices.shape`` (TF ``tf.unravel_index``)."""
     idx = convert_to_tensor(indices)

@@ -14,6 +14,7 @@ import numpy as np
 from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.op import Op, apply
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike, TensorLike
 from layerkit.primitives import array as _array
 from layerkit.primitives import elementwise as _ew
 from layerkit.primitives.creation import axis_arg, int_arg
@@ -60,7 +61,7 @@ def _sortable(values, op: str) -> Tensor:
 
 
 @export("lk", "math")
-def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False,
+def argsort(values: TensorLike, axis: int = -1, direction: str = "ASCENDING", stable: bool = False,
             name: str | None = None) -> Tensor:
     """Indices (int32) that sort ``values`` along ``axis`` (TF ``tf.argsort``).
 
@@ -77,7 +78,8 @@ def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool =
 
 
 @export("lk", "math")
-def sort(values, axis: int = -1, direction: str = "ASCENDING", name: str | None = None) -> Tensor:
+def sort(values: TensorLike, axis: int = -1, direction: str = "ASCENDING",
+         name: str | None = None) -> Tensor:
     """``values`` sorted along ``axis`` (TF ``tf.sort``); differentiable (the gradient of
     each output element goes to the input element it came from).
 
@@ -105,7 +107,7 @@ _TOP_K_IDX = Op("top_k_indices", lambda x, k: _order(x, -1, True)[..., :k].astyp
 
 
 @export("math", "nn")
-def top_k(input, k: int = 1, sorted: bool = True, index_type="int32",
+def top_k(input: TensorLike, k: int = 1, sorted: bool = True, index_type: DTypeLike = "int32",
           name: str | None = None) -> TopKV2:
     """The ``k`` largest entries along the last axis and their indices (TF ``top_k``).
 
@@ -133,7 +135,8 @@ def top_k(input, k: int = 1, sorted: bool = True, index_type="int32",
 
 
 @export("math")
-def in_top_k(targets, predictions, k: int, name: str | None = None) -> Tensor:
+def in_top_k(targets: TensorLike, predictions: TensorLike, k: int,
+             name: str | None = None) -> Tensor:
     """Whether each ``targets[i]`` is among the ``k`` largest of ``predictions[i]``.
 
     Ties count as in TensorFlow: an entry is in the top k when fewer than ``k`` entries
@@ -177,7 +180,7 @@ _UNIQUE = Op("unique", _unique_fwd, num_outputs=2)
 
 
 @export("lk")
-def unique(x, out_idx="int32", name: str | None = None) -> Unique:
+def unique(x: TensorLike, out_idx: DTypeLike = "int32", name: str | None = None) -> Unique:
     """Distinct values of a 1-D ``x`` in order of first occurrence, and for each element
     of ``x`` the index of its value (TF ``tf.unique``). Not differentiable.
 
@@ -212,7 +215,8 @@ _SEARCHSORTED = Op("searchsorted", _searchsorted_fwd)
 
 
 @export("lk")
-def searchsorted(sorted_sequence, values, side: str = "left", out_type="int32",
+def searchsorted(sorted_sequence: TensorLike, values: TensorLike, side: str = "left",
+                 out_type: DTypeLike = "int32",
                  name: str | None = None) -> Tensor:
     """Insertion indices of ``values`` into ``sorted_sequence`` along the last axis
     (TF ``tf.searchsorted``: leading axes of both are batch axes and must match).

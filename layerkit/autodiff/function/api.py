@@ -15,6 +15,8 @@ import inspect
 import threading
 import warnings
 import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -894,10 +896,12 @@ def _specs_to_arrays(x, marks: dict):
     return x
 
 
-def function(f=None, input_signature=None, jit: bool = True, reduce_retracing: bool = False,
+def function(f: Callable[..., Any] | None = None, input_signature: Sequence[Any] | None = None,
+             jit: bool = True, reduce_retracing: bool = False,
              experimental_relax_shapes: bool | None = None, autograph: bool = True,
              jit_compile: bool | None = None, name: str | None = None,
-             experimental_compile: bool | None = None):
+             experimental_compile: bool | None = None
+             ) -> Function | Callable[[Callable[..., Any]], Function]:
     """Compile a Python function into a graph, traced once per input signature.
 
     The first call with a new signature (tensor shapes and dtypes, values of Python

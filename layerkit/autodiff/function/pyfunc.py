@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from layerkit._core.convert import as_dtype, convert_to_tensor
 from layerkit._core.effects import python_call
 from layerkit._core.op import wrap
 from layerkit._core.tensor import Tensor
+from layerkit._core.types import DTypeLike
 from layerkit._core.variable import Variable
 from layerkit.autodiff.tape import GradientTape
 
@@ -142,7 +144,7 @@ def _writer(output_stream) -> Callable[[str, str], None]:
                      f"'file://<path>', received {type(output_stream).__name__}")
 
 
-def print(*inputs, output_stream=None, summarize: int | None = 3, sep: str = " ",
+def print(*inputs: Any, output_stream: Any = None, summarize: int | None = 3, sep: str = " ",
           end: str = "\n", name: str | None = None) -> None:
     """Print ``inputs`` (TensorFlow's ``tf.print``): now when eager, and inside
     ``lk.function`` every time the traced function runs (not when it is traced).
@@ -236,7 +238,8 @@ def _result(outs: Sequence, single: bool):
     return list(outs)
 
 
-def py_function(func: Callable, inp: Sequence, Tout, name: str | None = None):
+def py_function(func: Callable, inp: Sequence, Tout: DTypeLike | Sequence[DTypeLike],
+                name: str | None = None) -> Tensor | list[Tensor] | None:
     """Run the Python function ``func`` on tensors, also inside ``lk.function``, where
     it runs on every call of the traced function (TensorFlow's ``tf.py_function``).
 
@@ -296,8 +299,9 @@ def py_function(func: Callable, inp: Sequence, Tout, name: str | None = None):
     return _result(python_call(run, ins, name=name or "py_function", grad=grad), single)
 
 
-def numpy_function(func: Callable, inp: Sequence, Tout, stateful: bool = True,
-                   name: str | None = None):
+def numpy_function(func: Callable, inp: Sequence, Tout: DTypeLike | Sequence[DTypeLike],
+                   stateful: bool = True,
+                   name: str | None = None) -> Tensor | list[Tensor] | None:
     """Run the Python function ``func`` on NumPy arrays, also inside ``lk.function``,
     where it runs on every call of the traced function (``tf.numpy_function``).
 
