@@ -58,7 +58,7 @@ class SymbolicTensor:
         name: optional name (inputs created by ``lk.Input(name=...)``).
     """
 
-    __slots__ = ("shape", "dtype", "node", "index", "name")
+    __slots__ = ("shape", "dtype", "node", "index", "name", "_keras_mask")
 
     def __init__(self, shape: ShapeLike, dtype: DTypeLike = "float32", node: Node | None = None,
                  index: int = 0, name: str | None = None) -> None:
@@ -67,6 +67,9 @@ class SymbolicTensor:
         self.node = node
         self.index = index
         self.name = name
+        # The symbolic Keras mask of this tensor (a bool SymbolicTensor) when the layer
+        # that produced it computes one, as Keras's KerasTensor._keras_mask.
+        self._keras_mask: SymbolicTensor | None = None
 
     @property
     def ndim(self) -> int:
@@ -122,13 +125,22 @@ def any_symbolic(args: tuple, kwargs: dict) -> bool:
 
 
 def _concrete(struct, batch: int, other: int):
+    def sized(shape: tuple) -> tuple:
+        return tuple((batch if i == 0 else other) if d is None else d
+                     for i, d in enumerate(shape))
+
     def fill(x):
         if type(x) is not SymbolicTensor:
             return x
-        shape = tuple((batch if i == 0 else other) if d is None else d
-                      for i, d in enumerate(x.shape))
-        return wrap(np.zeros(shape, x.dtype))
+        t = wrap(np.zeros(sized(x.shape), x.dtype))
+        if x._keras_mask is not None:  # a probe sees a mask where the real call will
+            t._keras_mask = wrap(np.ones(sized(x._keras_mask.shape), bool))
+        return t
     return map_structure(fill, struct)
+
+
+def _varying(a: tuple, b: tuple) -> tuple:
+    return tuple(m if m == n else None for m, n in zip(a, b))
 
 
 def probe(layer, args: tuple, kwargs: dict):
@@ -152,9 +164,9 @@ def probe(layer, args: tuple, kwargs: dict):
     a, b = flatten(runs[0]), flatten(runs[1])
     specs = []
     for x, y in zip(a, b):
-        xs, ys = np.shape(x), np.shape(y)
-        shape = tuple(m if m == n else None for m, n in zip(xs, ys))
-        specs.append((shape, np.asarray(x).dtype))
+        mx, my = getattr(x, "_keras_mask", None), getattr(y, "_keras_mask", None)
+        mask = None if mx is None or my is None else _varying(np.shape(mx), np.shape(my))
+        specs.append((_varying(np.shape(x), np.shape(y)), np.asarray(x).dtype, mask))
     return runs[0], specs
 
 
@@ -162,7 +174,12 @@ def call(layer, args: tuple, kwargs: dict):
     """``layer(*args, **kwargs)`` with symbolic inputs: build, probe, record a Node."""
     node = Node(layer, args, kwargs)
     structure, specs = probe(layer, args, kwargs)
-    outs = [SymbolicTensor(shape, dtype, node, i) for i, (shape, dtype) in enumerate(specs)]
+    outs = []
+    for i, (shape, dtype, mask) in enumerate(specs):
+        out = SymbolicTensor(shape, dtype, node, i)
+        if mask is not None:
+            out._keras_mask = SymbolicTensor(mask, "bool", node, i, name="keras_mask")
+        outs.append(out)
     node.outputs = pack_like(structure, outs)
     layer.__dict__.setdefault("_inbound_nodes", []).append(node)
     return node.outputs
@@ -178,7 +195,7 @@ def output_shape(layer, input_shape):
     if not layer.built:
         layer._build_from((x,), {})
     structure, specs = probe(layer, (x,), {})
-    shapes = [s for s, _ in specs]
+    shapes = [s for s, _, _ in specs]
     if len(shapes) == 1 and not isinstance(structure, (list, tuple)):
         return shapes[0]
     return pack_like(structure, shapes)
