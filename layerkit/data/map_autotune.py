@@ -7,7 +7,8 @@ the fused batch-first loop) and times a sparse sample of its calls with a
 and thread CPU time), the input's, and the consumer's between calls. A function far
 cheaper than handing it to a worker (below ``tuning.TRY_ABOVE``, or a consumer so slow
 that no worker count could gain ``tuning.GAIN_TO_TRY``) stays inline, where the
-sampling costs nothing measurable: one timed call in up to 1024.
+sampling costs nothing measurable: one timed call in up to 1024, and once that sparse,
+its samples are checked against the decision at most every ``QUIET`` seconds.
 
 Otherwise the map runs a trial on the real pipeline: windows of about ``WINDOW``
 seconds, interleaved in rounds, each with one configuration (``tuning.candidates``:
@@ -42,6 +43,7 @@ from layerkit.data.map_parallel import ParallelMapIterator, decode_outcomes
 from layerkit.data.node import NodeIterator, fn_name
 from layerkit.data.tuning import (
     CHANGED,
+    EVERY_MAX,
     INLINE,
     INLINE_CONFIG,
     MAX_THREADS,
@@ -63,6 +65,11 @@ WINDOW = 0.04  # seconds of inline work per trial window
 MIN_WINDOW, MAX_WINDOW = 16, 4096  # elements per trial window
 MIN_ARRIVALS = 4  # chunk arrivals a parallel window's rate is measured over
 RETRY_AFTER = 1.0  # seconds between trials at least
+# Settled inline (one call in EVERY_MAX + 1 timed, nothing to act on): the timed calls
+# are checked against the decision at most this often. A cheap function's check would
+# otherwise run every ~1 ms (1024 calls of ~1 us); one whose calls grow costly reaches
+# a check within 1024 calls or this long, whichever is later.
+QUIET = 0.05
 SPACING = 10  # ... and this many times the last trial's length
 _MONITOR = 16  # chunk arrivals a running parallel configuration's rate is watched over
 _LOG_MAX = 32  # switches and trials kept for the report
@@ -115,7 +122,7 @@ class AutoMapIterator(MapIterator):
                  "_target", "_trial", "_win", "_samples", "_clock", "_cores", "_budget",
                  "_signature", "_rate", "_cands", "_next_trial", "_repeats", "_last_choice",
                  "_switches", "_trials", "_restored", "_restored_end", "_gil", "_why",
-                 "_mon_at", "_remembered", "_stretch")
+                 "_mon_at", "_remembered", "_stretch", "_quiet_until")
     kind = "map"
 
     def __init__(self, node, up: NodeIterator, src, ctx, budget: int | None = None) -> None:
@@ -149,6 +156,7 @@ class AutoMapIterator(MapIterator):
         self._mon_at = 0
         self._remembered = False
         self._stretch: list = []  # the references behind the untimed stretch under way
+        self._quiet_until = 0.0  # settled inline: no check of the timed calls before this
         memory = getattr(node, "tuned", None)
         if memory is not None:
             self._recall(memory)
@@ -277,7 +285,7 @@ class AutoMapIterator(MapIterator):
             samples.append(((t1 - t0 - up) / units, up / units,
                             None if gap is None else gap / units,
                             None if cpu is None else cpu / units))
-            if k >= WARMUP:
+            if k >= WARMUP and t1 >= self._quiet_until:
                 self._consider()
         return value
 
@@ -285,22 +293,30 @@ class AutoMapIterator(MapIterator):
         samples = self._samples
         if not samples:
             return self._signature or Measure(0.0)
-        cpus = [c for *_, c in samples if c is not None]
-        return Measure(median([s[0] for s in samples]), median([s[1] for s in samples]),
-                       median([s[2] for s in samples if s[2] is not None]),
+        costs, ups, gaps, cpus = zip(*samples)
+        cpus = [c for c in cpus if c is not None]
+        return Measure(median(costs), median(ups), median([g for g in gaps if g is not None]),
                        median(cpus) if cpus else None)
+
+    def _settle(self) -> None:
+        """Nothing to act on: time fewer calls, and once at the sparsest, check them
+        against the decision at most every ``QUIET`` seconds."""
+        s = self._s
+        s.widen()
+        if s.every >= EVERY_MAX:
+            self._quiet_until = perf_counter() + QUIET
 
     def _consider(self) -> None:
         s = self._s
         m = self._measure()
         sig = self._signature
         if sig is not None and not changed(m, sig):
-            s.widen()  # as decided before: nothing to do
+            self._settle()  # as decided before: nothing to do
             return
         cands = candidates(m, self._cores, self._node.use_processes, self._budget)
         if not cands:
             if m.cost < TRY_ABOVE / 4 and self._samples[-1][0] < TRY_ABOVE / 4:
-                s.widen()
+                self._settle()
             else:
                 s.narrow()
             return
@@ -483,6 +499,7 @@ class AutoMapIterator(MapIterator):
             if self._trial is None:
                 self._mode = 0  # back to the serial map's paths, sampled
                 self._s.restart()
+                self._quiet_until = 0.0
             else:
                 self._win[0] = 0
             return
@@ -592,6 +609,7 @@ class AutoMapIterator(MapIterator):
         self._restored_end = bool(state.get("exhausted", False))
         self._epoch += 1
         self._s.restart()
+        self._quiet_until = 0.0
         self._cfg = INLINE_CONFIG
         start = self._allowed(state.get("autotune", INLINE_CONFIG))
         if start is not None and start.kind != INLINE:

@@ -265,6 +265,53 @@ def test_a_rate_that_moves_is_decided_again(figures, monkeypatch):
     it.close()
 
 
+def test_a_settled_inline_map_checks_its_samples_rarely_and_still_redecides(figures,
+                                                                           monkeypatch):
+    # A fake clock: 1 us per reading, and 5 us per call of the function (no real time is
+    # measured). Once a cheap map is settled inline (one call in EVERY_MAX + 1 timed),
+    # its timed calls are checked against the decision at most every QUIET seconds; a
+    # cost that grows is still caught and moved to threads.
+    from layerkit.data import map_autotune
+    now = [0.0]
+
+    def clock():
+        now[0] += 1e-6
+        return now[0]
+
+    def fn(x):
+        now[0] += 5e-6
+        return _noisy(x)
+    monkeypatch.setattr(map_autotune, "perf_counter", clock)
+    turn = 30_000
+    figures["measure"] = lambda self: CHEAP if self._position() < turn else WAITS
+    figures["rates"] = {"threads": 3000.0, "inline": 480.0}
+    timed, checked = [], []
+    real_timed, real_consider = AutoMapIterator._timed, AutoMapIterator._consider
+
+    def counting_timed(self, k, pull, n=None):
+        timed.append(self._position())
+        return real_timed(self, k, pull, n)
+
+    def counting_consider(self):
+        checked.append(self._position())
+        return real_consider(self)
+    monkeypatch.setattr(AutoMapIterator, "_timed", counting_timed)
+    monkeypatch.setattr(AutoMapIterator, "_consider", counting_consider)
+    n = 60_000
+    it = iter(Dataset.range(n).map(fn, num_parallel_calls=A, seed=5))
+    assert [int(v) for v in it] == _expected(n)
+    settled = [p for p in timed if 10_000 <= p < turn]
+    assert len(settled) >= (turn - 10_000) // (tn.EVERY_MAX + 1) - 1  # still sampled
+    checks = [p for p in checked if 10_000 <= p < turn]
+    # ~5 ms of the fake clock between timed calls: a check in about every tenth
+    assert 1 <= len(checks) <= len(settled) // 4, (len(checks), len(settled))
+    report = it.autotune_report()[0]
+    assert report["choice"] == "5 threads", report
+    switch = report["switches"][0]["element"]
+    assert turn <= switch <= turn + 16 * (tn.EVERY_MAX + 1), switch
+    it.close()
+
+
 def _sleep_2ms(x):
     time.sleep(0.002)
     return x * 2
