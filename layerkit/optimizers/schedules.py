@@ -60,7 +60,35 @@ class LearningRateSchedule:
         return cls(**init_kwargs(cls, config))
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _RateDecay(LearningRateSchedule):
+    """The arguments, checks and config that ExponentialDecay and InverseTimeDecay share;
+    ``_decay(p)`` maps the (possibly floored) ``step / decay_steps`` to the factor."""
+
+    def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
+                 staircase: bool = False, name: str | None = None) -> None:
+        _check_steps(type(self).__name__, "decay_steps", decay_steps)
+        self.initial_learning_rate = initial_learning_rate
+        self.decay_steps = decay_steps
+        self.decay_rate = decay_rate
+        self.staircase = staircase
+        self.name = name or type(self).__name__
+
+    def _decay(self, p: float) -> float:
+        raise NotImplementedError
+
+    def __call__(self, step: TensorLike) -> float:
+        p = _step(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return float(self.initial_learning_rate * self._decay(p))
+
+    def get_config(self) -> dict:
+        return {"initial_learning_rate": self.initial_learning_rate,
+                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
+                "staircase": self.staircase, "name": self.name}
+
+
+class ExponentialDecay(_RateDecay):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)``.
 
     Args:
@@ -80,23 +108,10 @@ class ExponentialDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate: float, decay_steps: int, decay_rate: float,
                  staircase: bool = False, name: str = "ExponentialDecay") -> None:
-        _check_steps("ExponentialDecay", "decay_steps", decay_steps)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
+        super().__init__(initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
-    def __call__(self, step: TensorLike) -> float:
-        p = _step(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return float(self.initial_learning_rate * self.decay_rate ** p)
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    def _decay(self, p: float) -> float:
+        return self.decay_rate ** p
 
 
 class CosineDecay(LearningRateSchedule):
@@ -186,7 +201,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         return {"boundaries": self.boundaries, "values": self.values, "name": self.name}
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_RateDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (Keras's formula).
 
     Args:
@@ -206,23 +221,10 @@ class InverseTimeDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate: float, decay_steps: float, decay_rate: float,
                  staircase: bool = False, name: str = "InverseTimeDecay") -> None:
-        _check_steps("InverseTimeDecay", "decay_steps", decay_steps)
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
+        super().__init__(initial_learning_rate, decay_steps, decay_rate, staircase, name)
 
-    def __call__(self, step: TensorLike) -> float:
-        p = _step(step) / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return float(self.initial_learning_rate / (1.0 + self.decay_rate * p))
-
-    def get_config(self) -> dict:
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    def _decay(self, p: float) -> float:
+        return 1.0 / (1.0 + self.decay_rate * p)
 
 
 class PolynomialDecay(LearningRateSchedule):
