@@ -304,7 +304,7 @@ def test_a_settled_inline_map_checks_its_samples_rarely_and_still_redecides(figu
     assert len(settled) >= (turn - 10_000) // (tn.EVERY_MAX + 1) - 1  # still sampled
     checks = [p for p in checked if 10_000 <= p < turn]
     # ~5 ms of the fake clock between timed calls: a check in about every tenth
-    assert 1 <= len(checks) <= len(settled) // 4, (len(checks), len(settled))
+    assert len(checks) >= 1 and len(checks) <= len(settled) // 4, (len(checks), len(settled))
     report = it.autotune_report()[0]
     assert report["choice"] == "5 threads", report
     switch = report["switches"][0]["element"]
